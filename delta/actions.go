@@ -1,0 +1,256 @@
+package delta
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Action is one line of a commit or one row of a checkpoint: exactly one of
+// its fields is set. Unknown action types decode to an Action with no field
+// set and are ignored, as the protocol requires.
+type Action struct {
+	Add                *Add                `json:"add,omitempty"`
+	Remove             *Remove             `json:"remove,omitempty"`
+	MetaData           *Metadata           `json:"metaData,omitempty"`
+	Protocol           *Protocol           `json:"protocol,omitempty"`
+	Txn                *Txn                `json:"txn,omitempty"`
+	CommitInfo         json.RawMessage     `json:"commitInfo,omitempty"`
+	DomainMetadata     *DomainMetadata     `json:"domainMetadata,omitempty"`
+	CDC                *CDC                `json:"cdc,omitempty"`
+	CheckpointMetadata *CheckpointMetadata `json:"checkpointMetadata,omitempty"`
+	Sidecar            *Sidecar            `json:"sidecar,omitempty"`
+}
+
+// Protocol is the protocol action: the reader/writer versions and features
+// a client needs to read or write the table.
+type Protocol struct {
+	MinReaderVersion int      `json:"minReaderVersion"`
+	MinWriterVersion int      `json:"minWriterVersion"`
+	ReaderFeatures   []string `json:"readerFeatures,omitempty"`
+	WriterFeatures   []string `json:"writerFeatures,omitempty"`
+}
+
+// Format is the data file format of a table (always parquet).
+type Format struct {
+	Provider string            `json:"provider"`
+	Options  map[string]string `json:"options"`
+}
+
+// Metadata is the metaData action. PartitionColumns are logical names.
+type Metadata struct {
+	ID               string            `json:"id"`
+	Name             string            `json:"name,omitempty"`
+	Description      string            `json:"description,omitempty"`
+	Format           Format            `json:"format"`
+	SchemaString     string            `json:"schemaString"`
+	PartitionColumns []string          `json:"partitionColumns"`
+	CreatedTime      *int64            `json:"createdTime,omitempty"`
+	Configuration    map[string]string `json:"configuration"`
+}
+
+// DeletionVector is a deletion vector descriptor (add/remove.deletionVector).
+type DeletionVector struct {
+	StorageType    string `json:"storageType"`
+	PathOrInlineDV string `json:"pathOrInlineDv"`
+	Offset         *int32 `json:"offset,omitempty"`
+	SizeInBytes    int32  `json:"sizeInBytes"`
+	Cardinality    int64  `json:"cardinality"`
+}
+
+// UniqueID is the descriptor's identity: storage type + path, plus
+// "@offset" only when the offset is present.
+func (d *DeletionVector) UniqueID() string {
+	if d == nil {
+		return ""
+	}
+	id := d.StorageType + d.PathOrInlineDV
+	if d.Offset != nil {
+		id += "@" + strconv.FormatInt(int64(*d.Offset), 10)
+	}
+	return id
+}
+
+// Add is the add action: a data file (with an optional deletion vector)
+// that becomes part of the table. Path is as written in the log
+// (URI-encoded); use DecodedPath for the object name.
+type Add struct {
+	Path                    string             `json:"path"`
+	PartitionValues         map[string]*string `json:"partitionValues"`
+	Size                    int64              `json:"size"`
+	ModificationTime        int64              `json:"modificationTime"`
+	DataChange              bool               `json:"dataChange"`
+	Stats                   string             `json:"stats,omitempty"`
+	Tags                    map[string]string  `json:"tags,omitempty"`
+	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`
+	BaseRowID               *int64             `json:"baseRowId,omitempty"`
+	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"`
+	ClusteringProvider      *string            `json:"clusteringProvider,omitempty"`
+
+	// NumRecordsParsed is the physical row count taken from a checkpoint's
+	// stats_parsed column, nil when absent. Use NumRecords.
+	NumRecordsParsed *int64 `json:"-"`
+}
+
+// NumRecords returns the physical number of rows of the file, from the
+// stats (JSON or parsed); ok is false when no stats carry it.
+func (a *Add) NumRecords() (n int64, ok bool) {
+	if a.Stats != "" {
+		if n, ok := statsNumRecords(a.Stats); ok {
+			return n, true
+		}
+	}
+	if a.NumRecordsParsed != nil {
+		return *a.NumRecordsParsed, true
+	}
+	return 0, false
+}
+
+// key is the logical file identity used by reconciliation.
+func (a *Add) key() string { return fileKey(a.Path, a.DeletionVector) }
+
+// Remove is the remove action (a tombstone).
+type Remove struct {
+	Path                    string             `json:"path"`
+	DeletionTimestamp       *int64             `json:"deletionTimestamp,omitempty"`
+	DataChange              bool               `json:"dataChange"`
+	ExtendedFileMetadata    *bool              `json:"extendedFileMetadata,omitempty"`
+	PartitionValues         map[string]*string `json:"partitionValues,omitempty"`
+	Size                    *int64             `json:"size,omitempty"`
+	Stats                   string             `json:"stats,omitempty"`
+	Tags                    map[string]string  `json:"tags,omitempty"`
+	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`
+	BaseRowID               *int64             `json:"baseRowId,omitempty"`
+	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"`
+}
+
+func (r *Remove) key() string { return fileKey(r.Path, r.DeletionVector) }
+
+// Txn is a set-transaction (application transaction id).
+type Txn struct {
+	AppID       string `json:"appId"`
+	Version     int64  `json:"version"`
+	LastUpdated *int64 `json:"lastUpdated,omitempty"`
+}
+
+// DomainMetadata is a domainMetadata action.
+type DomainMetadata struct {
+	Domain        string `json:"domain"`
+	Configuration string `json:"configuration"`
+	Removed       bool   `json:"removed"`
+}
+
+// CDC is an add-CDC-file action; readers of table state ignore it.
+type CDC struct {
+	Path            string             `json:"path"`
+	PartitionValues map[string]*string `json:"partitionValues"`
+	Size            int64              `json:"size"`
+	DataChange      bool               `json:"dataChange"`
+}
+
+// CheckpointMetadata is the checkpointMetadata action of a V2 checkpoint.
+type CheckpointMetadata struct {
+	Version int64             `json:"version"`
+	Tags    map[string]string `json:"tags,omitempty"`
+}
+
+// Sidecar points a V2 checkpoint at a file of add/remove actions.
+type Sidecar struct {
+	Path             string            `json:"path"`
+	SizeInBytes      int64             `json:"sizeInBytes"`
+	ModificationTime int64             `json:"modificationTime"`
+	Tags             map[string]string `json:"tags,omitempty"`
+}
+
+// fileKey is (path, dvUniqueId) joined by a separator that cannot occur in
+// a path of the log.
+func fileKey(path string, dv *DeletionVector) string {
+	if dv == nil {
+		return path
+	}
+	return path + "\x00" + dv.UniqueID()
+}
+
+// ParseActions decodes NDJSON actions (a commit or a JSON checkpoint) and
+// calls fn for each. Blank lines are skipped; a line that is not a JSON
+// object is an error wrapping ErrCorruptLog that names the line number.
+func ParseActions(data []byte, fn func(*Action) error) error {
+	line := 0
+	for len(data) > 0 {
+		line++
+		var l []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			l, data = data, nil
+		}
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		if l[0] != '{' {
+			return corruptf("line %d: not a JSON object", line)
+		}
+		a := new(Action)
+		if err := json.Unmarshal(l, a); err != nil {
+			return corruptf("line %d: %v", line, err)
+		}
+		if err := a.validate(); err != nil {
+			return corruptf("line %d: %v", line, err)
+		}
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks the fields the protocol requires of the set action.
+func (a *Action) validate() error {
+	switch {
+	case a.Add != nil:
+		if a.Add.Path == "" {
+			return fmt.Errorf("add action without path")
+		}
+	case a.Remove != nil:
+		if a.Remove.Path == "" {
+			return fmt.Errorf("remove action without path")
+		}
+	case a.Protocol != nil:
+		if a.Protocol.MinReaderVersion <= 0 || a.Protocol.MinWriterVersion <= 0 {
+			return fmt.Errorf("protocol action without minReaderVersion/minWriterVersion")
+		}
+	case a.MetaData != nil:
+		if a.MetaData.SchemaString == "" {
+			return fmt.Errorf("metaData action without schemaString")
+		}
+	}
+	return nil
+}
+
+// statsNumRecords extracts numRecords from a stats JSON string without
+// decoding the rest of it (stats can be large; replay only needs this).
+func statsNumRecords(stats string) (int64, bool) {
+	const k = `"numRecords"`
+	i := strings.Index(stats, k)
+	if i < 0 {
+		return 0, false
+	}
+	s := stats[i+len(k):]
+	j := 0
+	for j < len(s) && (s[j] == ' ' || s[j] == ':' || s[j] == '\t' || s[j] == '\n') {
+		j++
+	}
+	s = s[j:]
+	end := 0
+	for end < len(s) && (s[end] == '-' || (s[end] >= '0' && s[end] <= '9')) {
+		end++
+	}
+	n, err := strconv.ParseInt(s[:end], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}

@@ -1,0 +1,93 @@
+package delta
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// ObjectInfo describes one object of a table's storage.
+type ObjectInfo struct {
+	// Key is the object's key relative to the table root, '/'-separated,
+	// for example "_delta_log/00000000000000000003.json".
+	Key     string
+	Size    int64
+	ModTime time.Time
+}
+
+// Storage is the only way the engine reaches a table's bytes. Keys are
+// relative to the table root and use '/' as separator. Implementations must
+// be safe for concurrent use.
+//
+// Errors: a missing object is reported with an error that wraps
+// ErrNotExist; a lost put-if-absent with one that wraps ErrExists.
+type Storage interface {
+	// List returns the objects directly under the "directory" dir (a key
+	// prefix ending in '/', or "" for the root) whose base name sorts at or
+	// after from, in ascending key order. Sub-directories are not returned.
+	// Implementations should start the listing at from where the backend
+	// allows it, so that listing a long _delta_log from a checkpoint does not
+	// enumerate the whole log.
+	List(ctx context.Context, dir, from string) ([]ObjectInfo, error)
+
+	// ListDirs returns the names of the immediate sub-directories of dir.
+	ListDirs(ctx context.Context, dir string) ([]string, error)
+
+	// Stat returns the object's size and modification time.
+	Stat(ctx context.Context, key string) (ObjectInfo, error)
+
+	// ReadRange returns length bytes of the object starting at off
+	// (length < 0: to the end).
+	ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error)
+
+	// PutIfAbsent atomically creates key with data, or fails with an error
+	// wrapping ErrExists when the key already exists. Exactly one of any
+	// number of concurrent callers for the same key succeeds.
+	PutIfAbsent(ctx context.Context, key string, data []byte) error
+
+	// Put creates or replaces key with the contents of r.
+	Put(ctx context.Context, key string, r io.Reader) error
+
+	// Delete removes key; deleting a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+
+	// String names the storage for messages (a URL without credentials).
+	String() string
+}
+
+// ReadAll reads a whole object.
+func ReadAll(ctx context.Context, s Storage, key string) ([]byte, error) {
+	rc, err := s.ReadRange(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// ReaderAt adapts one object of a Storage to io.ReaderAt, for format code
+// (Parquet footers, deletion vector files) that takes a ReaderAt and a size.
+type ReaderAt struct {
+	ctx context.Context
+	s   Storage
+	key string
+}
+
+// NewReaderAt returns a ReaderAt over key. Every ReadAt is one ranged read.
+func NewReaderAt(ctx context.Context, s Storage, key string) *ReaderAt {
+	return &ReaderAt{ctx: ctx, s: s, key: key}
+}
+
+// ReadAt implements io.ReaderAt.
+func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	rc, err := r.s.ReadRange(r.ctx, r.key, off, int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	n, err := io.ReadFull(rc, p)
+	if err == io.ErrUnexpectedEOF {
+		err = io.EOF
+	}
+	return n, err
+}
