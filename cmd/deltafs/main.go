@@ -1,0 +1,78 @@
+// Command deltafs mounts Delta Lake tables as directories of snapshots and
+// inspects them from the command line.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is the deltafs release, also written as engineInfo in commits.
+var version = "0.1.0-dev"
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"ls", "list the live files of a table version", runLs},
+		{"history", "list the versions of a table", runHistory},
+	}
+}
+
+const usage = `deltafs: Delta Lake tables as directories of snapshots.
+
+Usage:
+  deltafs <command> [flags] [arguments]
+
+Commands:
+%s
+Run 'deltafs <command> --help' for a command's flags and examples.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:]))
+}
+
+func run(ctx context.Context, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage()
+		return 2
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Println("deltafs", version)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			if err := c.run(ctx, args[1:]); err != nil {
+				if err != errUsage {
+					fmt.Fprintf(os.Stderr, "deltafs %s: %v\n", c.name, err)
+				}
+				return 1
+			}
+			return 0
+		}
+	}
+	fmt.Fprintf(os.Stderr, "deltafs: unknown command %q\n\n", args[0])
+	printUsage()
+	return 2
+}
+
+func printUsage() {
+	list := ""
+	for _, c := range commands {
+		list += fmt.Sprintf("  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(os.Stderr, usage, list)
+}

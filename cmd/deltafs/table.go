@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/blobstore"
+)
+
+// errUsage reports a usage error already printed by the flag set.
+var errUsage = errors.New("usage")
+
+// newFlags returns a flag set whose --help prints the usage text and
+// examples of a command.
+func newFlags(name, args, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: deltafs %s [flags] %s\n\n%s\nFlags:\n", name, args, help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses flags that may come before or after the positional
+// arguments (deltafs ls URL --json).
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, errUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// splitSpec splits URL[@SPEC]. The spec is the text after the last '@' of
+// the last path element, so '@' elsewhere in a URL (user info) is kept.
+func splitSpec(arg string) (location, spec string) {
+	slash := strings.LastIndex(arg, "/")
+	at := strings.LastIndex(arg, "@")
+	if at > slash && at >= 0 {
+		return arg[:at], arg[at+1:]
+	}
+	return arg, "latest"
+}
+
+// openTable opens the table at a path or URL.
+func openTable(ctx context.Context, location string) (*delta.Table, func(), error) {
+	st, err := blobstore.Open(ctx, location)
+	if err != nil {
+		return nil, nil, err
+	}
+	return delta.Open(st, delta.Options{}), func() { st.Close() }, nil
+}

@@ -1,0 +1,179 @@
+//go:build engine
+
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// build reconstructs the snapshot of one version: find its log segment,
+// start from the best cached state (a snapshot between the checkpoint and
+// the version, a decoded checkpoint, or the checkpoint file), replay the
+// remaining commits and check the protocol.
+func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
+	for attempt := 0; ; attempt++ {
+		seg, l, err := t.findSegment(ctx, v)
+		if err != nil {
+			return nil, t.wrap(v, err)
+		}
+		base, baseV, err := t.baseState(ctx, seg)
+		if err != nil {
+			if errors.Is(err, ErrCorruptLog) || errors.Is(err, ErrNotExist) {
+				if attempt < 8 && seg.CheckpointVersion >= 0 {
+					// Unreadable checkpoint: remember it and use an older one.
+					t.mu.Lock()
+					t.bad[seg.CheckpointVersion] = true
+					t.mu.Unlock()
+					continue
+				}
+			}
+			return nil, t.wrap(v, err)
+		}
+		return t.replayOnto(ctx, seg, l, base, baseV)
+	}
+}
+
+// replayOnto applies the segment's commits after baseV to base.
+func (t *Table) replayOnto(ctx context.Context, seg *LogSegment, l *logListing, base *tableState, baseV int64) (*Snapshot, error) {
+	v := seg.Version
+	var todo []LogFile
+	for _, c := range seg.Commits {
+		if c.Version > baseV {
+			todo = append(todo, c)
+		}
+	}
+	// The commit of the version itself carries its commitInfo and time,
+	// even when the version is a checkpoint.
+	if len(todo) == 0 {
+		if f, ok := l.commits[v]; ok {
+			todo = nil
+			c, err := t.readCommitCached(ctx, f)
+			if err == nil {
+				return t.finish(v, base, c)
+			}
+		}
+		return t.finish(v, base, nil)
+	}
+	commits, err := readCommits(ctx, todo, t.readCommitCached)
+	if err != nil {
+		return nil, t.wrap(v, err)
+	}
+	st := base.clone()
+	for _, c := range commits {
+		st.applyBatch(c.actions)
+	}
+	return t.finish(v, st, commits[len(commits)-1])
+}
+
+// finish validates the reconciled state and wraps it as a Snapshot.
+func (t *Table) finish(v int64, st *tableState, commit *commitFile) (*Snapshot, error) {
+	if st.protocol == nil {
+		return nil, &LogError{Table: t.name, Version: v, Err: corruptf("no protocol action in the log up to this version")}
+	}
+	if st.metadata == nil {
+		return nil, &LogError{Table: t.name, Version: v, Err: corruptf("no metaData action in the log up to this version")}
+	}
+	if err := CheckReadable(t.name, v, st.protocol, st.metadata); err != nil {
+		return nil, err
+	}
+	return newSnapshot(t, v, st, commit), nil
+}
+
+func (t *Table) readCommitCached(ctx context.Context, f LogFile) (*commitFile, error) {
+	if c, ok := t.commits.Get(f.Version); ok && c.file.Key == f.Key {
+		return c, nil
+	}
+	c, err := readCommit(ctx, t.store, f)
+	if err != nil {
+		return nil, err
+	}
+	t.commits.Add(f.Version, c)
+	return c, nil
+}
+
+// baseState returns the state to replay the segment's commits onto and the
+// version it stands for: a cached snapshot at or before the version (and
+// not before the checkpoint), the cached checkpoint, or the checkpoint read
+// now; an empty state at -1 when there is no checkpoint.
+func (t *Table) baseState(ctx context.Context, seg *LogSegment) (*tableState, int64, error) {
+	best := int64(-1)
+	for _, u := range t.snapshots.Keys() {
+		if u <= seg.Version && u >= seg.CheckpointVersion && u > best {
+			best = u
+		}
+	}
+	if best >= 0 {
+		if s, ok := t.snapshots.Peek(best); ok {
+			return s.state, best, nil
+		}
+	}
+	if seg.CheckpointVersion < 0 {
+		return newTableState(), -1, nil
+	}
+	if st, ok := t.checkpoints.Get(seg.CheckpointVersion); ok {
+		return st, seg.CheckpointVersion, nil
+	}
+	st, err := readCheckpoint(ctx, t.store, seg.Checkpoint)
+	if err != nil {
+		return nil, 0, err
+	}
+	t.checkpoints.Add(seg.CheckpointVersion, st)
+	return st, seg.CheckpointVersion, nil
+}
+
+// findSegment lists the log around v and returns v's segment. It starts
+// from _last_checkpoint when that is at or before v, and otherwise lists
+// backwards in growing windows until a checkpoint (or version 0) is found,
+// so that a long log is never listed whole when a checkpoint is known.
+func (t *Table) findSegment(ctx context.Context, v int64) (*LogSegment, *logListing, error) {
+	t.mu.Lock()
+	full, bad := t.full, cloneBad(t.bad)
+	t.mu.Unlock()
+	if full != nil && v <= full.maxV {
+		seg, err := full.segment(v, bad)
+		return seg, full, err
+	}
+	from := int64(0)
+	if lc, ok, err := readLastCheckpoint(ctx, t.store); err != nil {
+		return nil, nil, err
+	} else if ok && lc.Version <= v && !bad[lc.Version] {
+		from = lc.Version
+	} else {
+		from = max(0, v-1000)
+	}
+	for window := int64(1000); ; window *= 4 {
+		l, err := listLog(ctx, t.store, from)
+		if err != nil {
+			return nil, nil, err
+		}
+		seg, err := l.segment(v, bad)
+		if !errors.Is(err, errNeedEarlier) {
+			if from == 0 && err == nil {
+				t.rememberFull(l)
+			}
+			return seg, l, err
+		}
+		if from == 0 {
+			return nil, nil, fmt.Errorf("%w: version %d", ErrVersionNotFound, v)
+		}
+		from = max(0, from-window)
+	}
+}
+
+func cloneBad(m map[int64]bool) map[int64]bool {
+	out := make(map[int64]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (t *Table) rememberFull(l *logListing) {
+	t.mu.Lock()
+	if t.full == nil || l.maxV > t.full.maxV {
+		t.full = l
+	}
+	t.mu.Unlock()
+}

@@ -1,0 +1,99 @@
+//go:build engine
+
+package delta
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// LiveFile is a live data file of a snapshot with what a reader of its
+// rows needs: where it is, its partition values under logical column names
+// and its row counts.
+type LiveFile struct {
+	Add *Add
+	// Key is the storage key of the data (the add path, URI-decoded).
+	Key string
+	// PartitionValues maps logical partition column names to values
+	// (nil = null).
+	PartitionValues map[string]*string
+}
+
+// LiveFiles returns the snapshot's live files with decoded keys and
+// logical partition values, in path order.
+func (s *Snapshot) LiveFiles() ([]LiveFile, error) {
+	names, err := s.partitionNames()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LiveFile, len(s.files))
+	for i, a := range s.files {
+		key, err := s.DataKey(a)
+		if err != nil {
+			return nil, &LogError{Table: s.table.name, Version: s.version, Key: a.Path, Err: err}
+		}
+		pv := make(map[string]*string, len(names))
+		for logical, physical := range names {
+			pv[logical] = a.PartitionValues[physical]
+		}
+		out[i] = LiveFile{Add: a, Key: key, PartitionValues: pv}
+	}
+	return out, nil
+}
+
+// partitionNames maps each logical partition column to the physical name
+// that keys add.partitionValues.
+func (s *Snapshot) partitionNames() (map[string]string, error) {
+	md := s.Metadata()
+	out := make(map[string]string, len(md.PartitionColumns))
+	if len(md.PartitionColumns) == 0 {
+		return out, nil
+	}
+	schema, err := s.Schema()
+	if err != nil {
+		return nil, &LogError{Table: s.table.name, Version: s.version, Err: err}
+	}
+	nm := NewNameMap(schema, md.ColumnMapping())
+	for _, c := range md.PartitionColumns {
+		p, ok := nm.Physical(c)
+		if !ok {
+			p = c
+		}
+		out[c] = p
+	}
+	return out, nil
+}
+
+// NumRecords returns a live file's physical row count: from its stats, or
+// else from the Parquet footer of the data file.
+func (s *Snapshot) NumRecords(ctx context.Context, a *Add) (int64, error) {
+	if n, ok := a.NumRecords(); ok {
+		return n, nil
+	}
+	key, err := s.DataKey(a)
+	if err != nil {
+		return 0, err
+	}
+	n, err := FooterNumRows(NewReaderAt(ctx, s.table.store, key), a.Size)
+	if err != nil {
+		return 0, &LogError{Table: s.table.name, Version: s.version, Key: key, Err: err}
+	}
+	return n, nil
+}
+
+// FooterNumRows reads the row count from a Parquet file's footer.
+func FooterNumRows(r io.ReaderAt, size int64) (n int64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("parquet footer: %v", p)
+		}
+	}()
+	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return 0, fmt.Errorf("parquet footer: %w", err)
+	}
+	return f.NumRows(), nil
+}

@@ -1,0 +1,173 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+)
+
+// LogSegment is what a snapshot of one version is built from: the newest
+// complete checkpoint at or before Version (if any) and the commits after
+// it. Invariants: Commits are exactly versions CheckpointVersion+1 ..
+// Version in order (0 .. Version when there is no checkpoint); Checkpoint
+// holds every part of one checkpoint, or is empty with CheckpointVersion -1.
+type LogSegment struct {
+	Version           int64
+	CheckpointVersion int64
+	Checkpoint        []LogFile
+	Commits           []LogFile
+}
+
+// logListing is a sorted, classified listing of _delta_log from some version
+// on. Junk is dropped.
+type logListing struct {
+	from    int64
+	commits map[int64]LogFile
+	checkpt map[int64][]LogFile // every checkpoint file, by version
+	maxV    int64               // highest commit version listed, -1 if none
+}
+
+// listLog lists _delta_log starting at version from.
+func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
+	start := ""
+	if from > 0 {
+		start = versionPrefix(from)
+	}
+	objs, err := s.List(ctx, LogDir, start)
+	if err != nil {
+		return nil, err
+	}
+	l := &logListing{from: from, commits: map[int64]LogFile{}, checkpt: map[int64][]LogFile{}, maxV: -1}
+	for _, o := range objs {
+		f, ok := ParseLogName(path.Base(o.Key))
+		if !ok || f.Version < from {
+			continue
+		}
+		f.ObjectInfo = o
+		switch f.Kind {
+		case KindCommit:
+			l.commits[f.Version] = f
+			l.maxV = max(l.maxV, f.Version)
+		case KindCheckpoint, KindMultiPartCheckpt, KindUUIDCheckpoint:
+			l.checkpt[f.Version] = append(l.checkpt[f.Version], f)
+		}
+	}
+	return l, nil
+}
+
+// latestVersion is the newest version the listing can describe: the highest
+// commit, or a checkpoint beyond it (a log whose commits were cleaned up).
+func (l *logListing) latestVersion() int64 {
+	v := l.maxV
+	for cv := range l.checkpt {
+		if cv > v && len(l.completeCheckpoint(cv)) > 0 {
+			v = cv
+		}
+	}
+	return v
+}
+
+// completeCheckpoint returns the files of a usable checkpoint at version v,
+// or nil. Preference follows Delta Kernel: UUID-named (V2) over multi-part
+// over classic; a multi-part checkpoint counts only with all its parts.
+func (l *logListing) completeCheckpoint(v int64) []LogFile {
+	files := l.checkpt[v]
+	var uuids, classic []LogFile
+	parts := map[int]map[int]LogFile{} // parts count -> part -> file
+	for _, f := range files {
+		switch f.Kind {
+		case KindUUIDCheckpoint:
+			uuids = append(uuids, f)
+		case KindCheckpoint:
+			classic = append(classic, f)
+		case KindMultiPartCheckpt:
+			if parts[f.Parts] == nil {
+				parts[f.Parts] = map[int]LogFile{}
+			}
+			parts[f.Parts][f.Part] = f
+		}
+	}
+	if len(uuids) > 0 {
+		sort.Slice(uuids, func(i, j int) bool { return uuids[i].Key < uuids[j].Key })
+		return uuids[len(uuids)-1:]
+	}
+	counts := make([]int, 0, len(parts))
+	for n := range parts {
+		counts = append(counts, n)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(counts)))
+	for _, n := range counts {
+		if len(parts[n]) == n {
+			out := make([]LogFile, 0, n)
+			for i := 1; i <= n; i++ {
+				out = append(out, parts[n][i])
+			}
+			return out
+		}
+	}
+	return classic
+}
+
+// segment builds the log segment for version v from the listing, skipping
+// the checkpoints in bad (versions whose checkpoint could not be read).
+// It fails with ErrVersionNotFound when v is beyond the listing or cannot
+// be reconstructed from it, and with ErrCorruptLog on a gap.
+func (l *logListing) segment(v int64, bad map[int64]bool) (*LogSegment, error) {
+	if v > l.latestVersion() {
+		return nil, fmt.Errorf("%w: version %d (latest is %d)", ErrVersionNotFound, v, l.latestVersion())
+	}
+	seg := &LogSegment{Version: v, CheckpointVersion: -1}
+	for cv := v; cv >= l.from; cv-- {
+		if bad[cv] {
+			continue
+		}
+		if cp := l.completeCheckpoint(cv); len(cp) > 0 {
+			seg.CheckpointVersion, seg.Checkpoint = cv, cp
+			break
+		}
+	}
+	start := seg.CheckpointVersion + 1
+	if seg.CheckpointVersion < 0 && l.from > 0 {
+		return nil, errNeedEarlier
+	}
+	for c := start; c <= v; c++ {
+		f, ok := l.commits[c]
+		if !ok {
+			if seg.CheckpointVersion < 0 && len(l.commits) > 0 && c == 0 {
+				return nil, fmt.Errorf("%w: version %d: commit 0 is missing and no checkpoint precedes it (log cleaned up?)", ErrVersionNotFound, v)
+			}
+			return nil, corruptf("version %d: commit %d is missing (the commits after checkpoint %d are not contiguous)", v, c, seg.CheckpointVersion)
+		}
+		seg.Commits = append(seg.Commits, f)
+	}
+	return seg, nil
+}
+
+// errNeedEarlier says the listing starts too late to hold a checkpoint for
+// the requested version: list from an earlier version.
+var errNeedEarlier = fmt.Errorf("listing starts after the version's checkpoint")
+
+// reconstructable returns the versions of the listing that have a complete
+// checkpoint at or before them (within the listing) with contiguous commits
+// after it, or contiguous commits from 0. Valid only for a listing from 0.
+func (l *logListing) reconstructable() []int64 {
+	latest := l.latestVersion()
+	var out []int64
+	ok := false
+	for v := int64(0); v <= latest; v++ {
+		_, hasCommit := l.commits[v]
+		switch {
+		case len(l.completeCheckpoint(v)) > 0:
+			ok = true
+		case v == 0:
+			ok = hasCommit
+		default:
+			ok = ok && hasCommit
+		}
+		if ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}

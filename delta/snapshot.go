@@ -1,0 +1,138 @@
+//go:build engine
+
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+)
+
+// Snapshot is the immutable state of a table at one version: its protocol,
+// metadata, live files and tombstones. A Snapshot never changes after it is
+// built, so it is shared without locks; slices and maps it returns must not
+// be modified by callers.
+type Snapshot struct {
+	table      *Table
+	version    int64
+	state      *tableState
+	files      []*Add    // live files sorted by path
+	timestamp  time.Time // commit time of this version (ICT or commit file mtime)
+	commitInfo json.RawMessage
+
+	schemaOnce sync.Once
+	schema     *StructType
+	schemaErr  error
+}
+
+func newSnapshot(t *Table, version int64, st *tableState, commit *commitFile) *Snapshot {
+	files := make([]*Add, 0, len(st.live))
+	for _, a := range st.live {
+		files = append(files, a)
+	}
+	sort.Slice(files, func(i, j int) bool {
+		if files[i].Path != files[j].Path {
+			return files[i].Path < files[j].Path
+		}
+		return files[i].DeletionVector.UniqueID() < files[j].DeletionVector.UniqueID()
+	})
+	s := &Snapshot{table: t, version: version, state: st, files: files}
+	if commit != nil {
+		s.timestamp = commit.file.ModTime
+		for _, a := range commit.actions {
+			if a.CommitInfo != nil {
+				s.commitInfo = a.CommitInfo
+				if ict, ok := inCommitTimestamp(a.CommitInfo); ok && st.metadata.InCommitTimestampsEnabled() {
+					s.timestamp = time.UnixMilli(ict).UTC()
+				}
+				break
+			}
+		}
+	}
+	return s
+}
+
+// Table returns the name of the table (its location, without credentials).
+func (s *Snapshot) Table() string { return s.table.name }
+
+// Version returns the snapshot's version.
+func (s *Snapshot) Version() int64 { return s.version }
+
+// Protocol returns the table's protocol at this version.
+func (s *Snapshot) Protocol() *Protocol { return s.state.protocol }
+
+// Metadata returns the table's metadata at this version.
+func (s *Snapshot) Metadata() *Metadata { return s.state.metadata }
+
+// Schema returns the parsed table schema (logical names).
+func (s *Snapshot) Schema() (*StructType, error) {
+	s.schemaOnce.Do(func() { s.schema, s.schemaErr = s.state.metadata.Schema() })
+	return s.schema, s.schemaErr
+}
+
+// Files returns the live data files, sorted by path. Do not modify.
+func (s *Snapshot) Files() []*Add { return s.files }
+
+// Tombstones returns the remove actions still kept for this version.
+func (s *Snapshot) Tombstones() []*Remove {
+	out := make([]*Remove, 0, len(s.state.tombstones))
+	for _, r := range s.state.tombstones {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Txn returns the latest transaction version recorded for an application.
+func (s *Snapshot) Txn(appID string) (*Txn, bool) {
+	t, ok := s.state.txns[appID]
+	return t, ok
+}
+
+// Domain returns a live domain's metadata.
+func (s *Snapshot) Domain(name string) (*DomainMetadata, bool) {
+	d, ok := s.state.domains[name]
+	return d, ok
+}
+
+// Timestamp returns the commit time of this version: the in-commit
+// timestamp when enabled, else the commit file's modification time (zero
+// when the commit file of a checkpoint-only version is gone).
+func (s *Snapshot) Timestamp() time.Time { return s.timestamp }
+
+// CommitInfo returns the raw commitInfo of this version's commit, if any.
+func (s *Snapshot) CommitInfo() json.RawMessage { return s.commitInfo }
+
+// DeletedRows returns the row positions deleted from a live file by its
+// deletion vector: an empty bitmap when it has none.
+func (s *Snapshot) DeletedRows(ctx context.Context, a *Add) (*roaring64.Bitmap, error) {
+	if a.DeletionVector == nil {
+		return roaring64.New(), nil
+	}
+	bm, err := LoadDeletionVector(ctx, s.table.store, s.table.name, a.DeletionVector)
+	if err != nil {
+		return nil, &LogError{Table: s.table.name, Version: s.version, Key: a.Path, Err: fmt.Errorf("deletion vector: %w", err)}
+	}
+	return bm, nil
+}
+
+// DataKey returns the storage key of a live file's data.
+func (s *Snapshot) DataKey(a *Add) (string, error) {
+	return ResolvePath(s.table.name, a.Path)
+}
+
+// inCommitTimestamp extracts commitInfo.inCommitTimestamp.
+func inCommitTimestamp(ci json.RawMessage) (int64, bool) {
+	var v struct {
+		ICT *int64 `json:"inCommitTimestamp"`
+	}
+	if json.Unmarshal(ci, &v) != nil || v.ICT == nil {
+		return 0, false
+	}
+	return *v.ICT, true
+}
