@@ -1,0 +1,185 @@
+package integration
+
+import (
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/deltafs/deltafs/internal/testenv"
+)
+
+const module = "github.com/deltafs/deltafs"
+
+// Import path prefixes of outside modules some layers must not know.
+const (
+	goFuse  = "github.com/hanwen/go-fuse"
+	goCloud = "gocloud.dev"
+)
+
+// layerRule says what the packages of one layer (a package and its
+// subpackages, relative to the module) may import, transitively, from this
+// module and which outside modules they must not reach. A layer may always
+// import its own subtree.
+type layerRule struct {
+	layer     string
+	mayImport []string // layers of ours allowed (with their subtrees); nil: none
+	anything  bool     // any package of ours is allowed
+	forbidden []string // outside import path prefixes never allowed
+	except    []string // subtrees of this layer exempt from forbidden
+}
+
+// layerRules are the package arrows of docs/conventions.md. The first rule
+// whose layer holds a package applies; packages of no layer are unchecked.
+var layerRules = []layerRule{
+	{layer: "cmd/deltafs", anything: true},
+	{layer: "integration", anything: true},
+	{layer: "fs", mayImport: []string{"nodes", "blobcache", "writeback", "delta"}},
+	{layer: "nodes", mayImport: []string{"delta"}, forbidden: []string{goCloud}},
+	{layer: "writeback", mayImport: []string{"delta"}, forbidden: []string{goFuse}},
+	{layer: "delta", forbidden: []string{goFuse, goCloud}, except: []string{"delta/blobstore"}},
+	{layer: "blobcache", forbidden: []string{goFuse}},
+	{layer: "internal/testenv"},
+}
+
+// in reports whether rel (a path relative to the module) is layer or below it.
+func in(rel, layer string) bool {
+	return rel == layer || strings.HasPrefix(rel, layer+"/")
+}
+
+// ruleFor returns the rule of the layer holding rel, or nil.
+func ruleFor(rel string) *layerRule {
+	for i := range layerRules {
+		if in(rel, layerRules[i].layer) {
+			return &layerRules[i]
+		}
+	}
+	return nil
+}
+
+// violations returns one message per forbidden arrow from pkg (an import
+// path) to its transitive non-test dependencies deps.
+func violations(pkg string, deps []string) []string {
+	rel, ok := strings.CutPrefix(pkg, module+"/")
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, dep := range deps {
+		if dep == module+"/internal/testenv" {
+			out = append(out, fmt.Sprintf("%s -> %s: only tests may import testenv", rel, "internal/testenv"))
+		}
+	}
+	r := ruleFor(rel)
+	if r == nil {
+		return out
+	}
+	for _, dep := range deps {
+		if msg := r.check(rel, dep); msg != "" {
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+// check returns a message naming the arrow rel -> dep when the rule forbids
+// it, else "".
+func (r *layerRule) check(rel, dep string) string {
+	if depRel, ours := strings.CutPrefix(dep, module+"/"); ours {
+		if r.anything || in(depRel, r.layer) || depRel == "internal/testenv" {
+			return "" // testenv arrows are reported for every package above
+		}
+		if !slices.ContainsFunc(r.mayImport, func(l string) bool { return in(depRel, l) }) {
+			return fmt.Sprintf("%s -> %s: %s may import only %v of ours", rel, depRel, r.layer, r.mayImport)
+		}
+		return ""
+	}
+	if slices.ContainsFunc(r.except, func(l string) bool { return in(rel, l) }) {
+		return ""
+	}
+	for _, f := range r.forbidden {
+		if dep == f || strings.HasPrefix(dep, f+"/") {
+			return fmt.Sprintf("%s -> %s: %s must not depend on %s", rel, dep, r.layer, f)
+		}
+	}
+	return ""
+}
+
+// TestPackageArrows checks every package of the module against layerRules,
+// using the transitive imports `go list` reports (test files excluded).
+func TestPackageArrows(t *testing.T) {
+	cmd := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "./...")
+	cmd.Dir = testenv.RepoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderrOf(err))
+	}
+	checked := 0
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if ruleFor(strings.TrimPrefix(fields[0], module+"/")) != nil {
+			checked++
+		}
+		for _, msg := range violations(fields[0], fields[1:]) {
+			t.Errorf("forbidden import %s (package arrows: shared docs/conventions.md)", msg)
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("go list reported no package of %s under a rule:\n%s", module, out)
+	}
+	t.Logf("checked %d packages", checked)
+}
+
+func stderrOf(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}
+
+// TestArrowRules shows the rules catch each arrow conventions.md forbids,
+// and allow the ones it draws.
+func TestArrowRules(t *testing.T) {
+	m := func(rel string) string { return module + "/" + rel }
+	for _, tc := range []struct {
+		pkg, dep string
+		want     string // substring of the violation, "" for allowed
+	}{
+		{m("cmd/deltafs"), m("fs"), ""},
+		{m("cmd/deltafs"), goFuse + "/v2/fs", ""},
+		{m("fs"), m("nodes"), ""},
+		{m("fs"), m("delta/blobstore"), ""},
+		{m("fs"), m("cmd/deltafs"), "fs -> cmd/deltafs"},
+		{m("nodes"), m("delta"), ""},
+		{m("nodes"), goFuse + "/v2/fs", ""},
+		{m("nodes"), m("blobcache"), "nodes -> blobcache"},
+		{m("nodes"), m("writeback"), "nodes -> writeback"},
+		{m("nodes"), goCloud + "/blob", "nodes -> gocloud.dev/blob"},
+		{m("writeback"), m("delta"), ""},
+		{m("writeback"), m("nodes"), "writeback -> nodes"},
+		{m("writeback"), goFuse + "/v2/fuse", "writeback -> github.com/hanwen/go-fuse/v2/fuse"},
+		{m("delta"), m("delta/internal/x"), ""},
+		{m("delta"), m("blobcache"), "delta -> blobcache"},
+		{m("delta"), goFuse + "/v2/fuse", "delta must not depend on github.com/hanwen/go-fuse"},
+		{m("delta"), goCloud + "/blob", "delta must not depend on gocloud.dev"},
+		{m("delta/dv"), goCloud + "/blob", "delta/dv -> gocloud.dev/blob"},
+		{m("delta/blobstore"), goCloud + "/blob", ""},
+		{m("delta/blobstore"), m("delta"), ""},
+		{m("blobcache"), goCloud + "/blob", ""},
+		{m("blobcache"), m("delta"), "blobcache -> delta"},
+		{m("blobcache"), goFuse + "/v2/fs", "blobcache -> github.com/hanwen/go-fuse/v2/fs"},
+		{m("internal/testenv"), m("delta"), "internal/testenv -> delta"},
+		{m("fs"), m("internal/testenv"), "only tests may import testenv"},
+		{m("integration"), m("fs"), ""},
+		{"example.com/other", m("fs"), ""},
+	} {
+		got := strings.Join(violations(tc.pkg, []string{tc.dep}), "; ")
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s -> %s: violations %q, want %q", tc.pkg, tc.dep, got, tc.want)
+		}
+	}
+}
