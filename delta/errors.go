@@ -40,11 +40,16 @@ type UnsupportedFeatureError struct {
 	Version  int64
 	Kind     string   // "reader" or "writer"
 	Features []string // feature names, or "readerVersion=N"
+	Detail   string   // optional explanation appended to the message
 }
 
 func (e *UnsupportedFeatureError) Error() string {
-	return fmt.Sprintf("table %s version %d: unsupported %s feature(s): %s",
+	msg := fmt.Sprintf("table %s version %d: unsupported %s feature(s): %s",
 		e.Table, e.Version, e.Kind, strings.Join(e.Features, ", "))
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	return msg
 }
 
 // Unwrap returns ErrUnsupportedFeature.

@@ -1,0 +1,328 @@
+package delta
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Reader features this package implements (digest section 12). A reader
+// presents the current schema: under typeWidening the data files of older
+// versions keep their narrower physical types, so whoever serves Parquet
+// files as-is serves those narrower types (readers of the files must widen).
+var readerFeaturesSupported = map[string]bool{
+	"columnMapping":            true,
+	"deletionVectors":          true,
+	"timestampNtz":             true,
+	"v2Checkpoint":             true,
+	"vacuumProtocolCheck":      true,
+	"variantType":              true,
+	"variantType-preview":      true,
+	"variantShredding":         true,
+	"variantShredding-preview": true,
+	"typeWidening":             true,
+	"typeWidening-preview":     true,
+}
+
+// catalogFeatures mark catalog-managed tables: their commits are ratified
+// by a catalog, so the file system log alone may be stale or incomplete.
+var catalogFeatures = map[string]bool{
+	"catalogManaged":             true,
+	"catalogOwned-preview":       true,
+	"catalogOwned":               true,
+	"coordinatedCommits-preview": true,
+}
+
+const catalogDetail = "catalog-managed tables are committed through their catalog; " +
+	"the _delta_log alone may be incomplete, so they must be accessed through the catalog"
+
+// maxReaderVersion and maxWriterVersion are the highest protocol versions
+// defined by the spec.
+const (
+	maxReaderVersion = 3
+	maxWriterVersion = 7
+)
+
+// CheckReadable returns nil when this package can read the table version
+// with protocol p and metadata m. A missing protocol or metadata, or a
+// reader version below 1, is an error wrapping ErrCorruptLog. Otherwise it
+// returns an *UnsupportedFeatureError (Kind "reader") naming every reason
+// at once: "readerVersion=N" for N > 3, each listed reader feature not
+// implemented (catalog-managed ones with an explanation in Detail), and
+// "columnMapping mode=X" for an unknown column mapping mode.
+func CheckReadable(table string, version int64, p *Protocol, m *Metadata) error {
+	if err := checkPresent(table, version, p, m); err != nil {
+		return err
+	}
+	var bad []string
+	if p.MinReaderVersion > maxReaderVersion {
+		bad = append(bad, "readerVersion="+strconv.Itoa(p.MinReaderVersion))
+	}
+	for _, f := range p.ReaderFeatures {
+		if !readerFeaturesSupported[f] && !slices.Contains(bad, f) {
+			bad = append(bad, f)
+		}
+	}
+	if mode := m.ColumnMapping(); !mode.Valid() {
+		bad = append(bad, fmt.Sprintf("columnMapping mode=%s", mode))
+	}
+	return unsupported(table, version, "reader", bad)
+}
+
+func checkPresent(table string, version int64, p *Protocol, m *Metadata) error {
+	switch {
+	case p == nil:
+		return &LogError{Table: table, Version: version, Err: corruptf("no protocol action")}
+	case m == nil:
+		return &LogError{Table: table, Version: version, Err: corruptf("no metaData action")}
+	case p.MinReaderVersion < 1 || p.MinWriterVersion < 1:
+		return &LogError{Table: table, Version: version, Err: corruptf(
+			"invalid protocol versions reader=%d writer=%d", p.MinReaderVersion, p.MinWriterVersion)}
+	}
+	return nil
+}
+
+// unsupported builds the error for a non-empty list of reasons.
+func unsupported(table string, version int64, kind string, bad []string) error {
+	if len(bad) == 0 {
+		return nil
+	}
+	e := &UnsupportedFeatureError{Table: table, Version: version, Kind: kind, Features: bad}
+	for _, f := range bad {
+		if catalogFeatures[f] {
+			e.Detail = catalogDetail
+		}
+	}
+	return e
+}
+
+// writerCheck decides one writer feature for a blind appender: "" when the
+// appender can honour it given the metadata, else the reason it cannot.
+type writerCheck func(m *Metadata, s *StructType) string
+
+func writerOK(*Metadata, *StructType) string { return "" }
+
+// writerFeaturesSupported lists the writer (and reader-writer) features a
+// blind appender handles, some only while the feature is not in use.
+// Anything else is refused (icebergCompat*, materializePartitionColumns,
+// collations, catalog-managed, unknown names).
+var writerFeaturesSupported = map[string]writerCheck{
+	"appendOnly":               writerOK, // appends are allowed on append-only tables
+	"invariants":               noFieldMetadata("delta.invariants", "column invariants"),
+	"checkConstraints":         noConfigPrefix("delta.constraints.", "CHECK constraints"),
+	"changeDataFeed":           writerOK, // pure inserts need no cdc files
+	"generatedColumns":         noFieldMetadata("delta.generationExpression", "generated columns"),
+	"identityColumns":          noFieldMetadata("delta.identity.", "identity columns"),
+	"allowColumnDefaults":      noFieldMetadata("CURRENT_DEFAULT", "column defaults"),
+	"columnMapping":            writerOK,
+	"deletionVectors":          writerOK,
+	"timestampNtz":             writerOK,
+	"v2Checkpoint":             writerOK,
+	"vacuumProtocolCheck":      writerOK,
+	"domainMetadata":           writerOK,
+	"rowTracking":              writerOK,
+	"inCommitTimestamp":        writerOK,
+	"typeWidening":             writerOK,
+	"typeWidening-preview":     writerOK,
+	"variantType":              writerOK,
+	"variantType-preview":      writerOK,
+	"variantShredding":         writerOK,
+	"variantShredding-preview": writerOK,
+	"clustering":               writerOK,
+	"checkpointProtection":     writerOK,
+}
+
+// legacyWriterFeatures are the features implied by writer versions < 7.
+var legacyWriterFeatures = [][]string{
+	2: {"appendOnly", "invariants"},
+	3: {"checkConstraints"},
+	4: {"changeDataFeed", "generatedColumns"},
+	5: {"columnMapping"},
+	6: {"identityColumns"},
+}
+
+// CheckWritable returns nil when a blind appender (adds only, no SQL
+// evaluator, partition columns not materialized) may commit to the table
+// version with protocol p and metadata m. It requires everything
+// CheckReadable does, writer version <= 7, and that every writer feature,
+// listed (writer 7) or implied by a legacy writer version (2: appendOnly,
+// invariants; 3: +checkConstraints; 4: +changeDataFeed, generatedColumns;
+// 5: +columnMapping; 6: +identityColumns), is implemented and, for
+// invariants, CHECK constraints, generated, identity and default columns,
+// not in use. The *UnsupportedFeatureError (Kind "writer") names every
+// reason, e.g. "invariants (column invariants in use)".
+func CheckWritable(table string, version int64, p *Protocol, m *Metadata) error {
+	if err := checkPresent(table, version, p, m); err != nil {
+		return err
+	}
+	var bad []string
+	if err := CheckReadable(table, version, p, m); err != nil {
+		var ufe *UnsupportedFeatureError
+		if !errors.As(err, &ufe) {
+			return err
+		}
+		bad = append(bad, ufe.Features...)
+	}
+	if p.MinWriterVersion > maxWriterVersion {
+		bad = append(bad, "writerVersion="+strconv.Itoa(p.MinWriterVersion))
+	}
+	schema, err := m.Schema()
+	if err != nil {
+		return &LogError{Table: table, Version: version, Err: err}
+	}
+	for _, f := range p.writerFeatureNames() {
+		check, ok := writerFeaturesSupported[f]
+		switch {
+		case !ok:
+			if !slices.Contains(bad, f) {
+				bad = append(bad, f)
+			}
+		case check(m, schema) != "":
+			bad = append(bad, f+" ("+check(m, schema)+")")
+		}
+	}
+	return unsupported(table, version, "writer", bad)
+}
+
+// writerFeatureNames lists the writer features the protocol supports: the
+// explicit list (plus reader features) at writer 7, else the legacy
+// implications of the writer version (and reader version 2: columnMapping).
+func (p *Protocol) writerFeatureNames() []string {
+	var out []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	if p.MinWriterVersion >= maxWriterVersion {
+		add(p.WriterFeatures...)
+		add(p.ReaderFeatures...)
+		return out
+	}
+	for v := 2; v <= p.MinWriterVersion && v < len(legacyWriterFeatures); v++ {
+		add(legacyWriterFeatures[v]...)
+	}
+	if p.MinReaderVersion == 2 {
+		add("columnMapping")
+	}
+	return out
+}
+
+// HasReaderFeature reports whether the protocol supports the named reader
+// feature: listed in ReaderFeatures, or implied by a legacy reader version
+// (2 implies columnMapping). False on a nil protocol.
+func (p *Protocol) HasReaderFeature(name string) bool {
+	if p == nil {
+		return false
+	}
+	if p.MinReaderVersion == 2 && name == "columnMapping" {
+		return true
+	}
+	return slices.Contains(p.ReaderFeatures, name)
+}
+
+// HasWriterFeature reports whether the protocol supports the named writer
+// feature: listed in WriterFeatures (or ReaderFeatures) at writer version
+// 7, or implied by a legacy writer version (see CheckWritable). Supported
+// is not active: e.g. appendOnly is active only when delta.appendOnly=true.
+// False on a nil protocol.
+func (p *Protocol) HasWriterFeature(name string) bool {
+	if p == nil {
+		return false
+	}
+	return slices.Contains(p.writerFeatureNames(), name)
+}
+
+func noFieldMetadata(keyPrefix, what string) writerCheck {
+	return func(_ *Metadata, s *StructType) string {
+		if col := findFieldMetadata(s, nil, keyPrefix); col != "" {
+			return what + " in use: column " + col
+		}
+		return ""
+	}
+}
+
+func noConfigPrefix(prefix, what string) writerCheck {
+	return func(m *Metadata, _ *StructType) string {
+		for k := range m.Configuration {
+			if strings.HasPrefix(k, prefix) {
+				return what + " in use: " + k
+			}
+		}
+		return ""
+	}
+}
+
+// findFieldMetadata returns the dotted logical path of the first field
+// (nested fields included) having a metadata key with the given prefix.
+func findFieldMetadata(t DataType, path []string, keyPrefix string) string {
+	switch t := t.(type) {
+	case *StructType:
+		for _, f := range t.Fields {
+			fp := appendPath(path, f.Name)
+			for k := range f.Metadata {
+				if strings.HasPrefix(k, keyPrefix) {
+					return strings.Join(fp, ".")
+				}
+			}
+			if c := findFieldMetadata(f.Type, fp, keyPrefix); c != "" {
+				return c
+			}
+		}
+	case *ArrayType:
+		return findFieldMetadata(t.ElementType, appendPath(path, "element"), keyPrefix)
+	case *MapType:
+		if c := findFieldMetadata(t.KeyType, appendPath(path, "key"), keyPrefix); c != "" {
+			return c
+		}
+		return findFieldMetadata(t.ValueType, appendPath(path, "value"), keyPrefix)
+	}
+	return ""
+}
+
+// Table properties read by the engine [§In-Commit Timestamps, §Checkpoints].
+const (
+	configICT                = "delta.enableInCommitTimestamps"
+	configICTVersion         = "delta.inCommitTimestampEnablementVersion"
+	configICTTimestamp       = "delta.inCommitTimestampEnablementTimestamp"
+	configCheckpointInterval = "delta.checkpointInterval"
+	defaultCheckpointEvery   = 10
+)
+
+// InCommitTimestampsEnabled reports whether delta.enableInCommitTimestamps
+// is "true" (any case).
+func (m *Metadata) InCommitTimestampsEnabled() bool {
+	return strings.EqualFold(strings.TrimSpace(m.Configuration[configICT]), "true")
+}
+
+// ICTEnablement returns the version and timestamp (ms) from which in-commit
+// timestamps apply, when ICT was enabled after table creation; ok is true
+// only when both properties are present and are integers. ok false with
+// ICT enabled means ICT applies to the whole history.
+func (m *Metadata) ICTEnablement() (version, ts int64, ok bool) {
+	vs, vok := m.Configuration[configICTVersion]
+	tss, tok := m.Configuration[configICTTimestamp]
+	if !vok || !tok {
+		return 0, 0, false
+	}
+	v, err1 := strconv.ParseInt(strings.TrimSpace(vs), 10, 64)
+	t, err2 := strconv.ParseInt(strings.TrimSpace(tss), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return v, t, true
+}
+
+// CheckpointInterval returns delta.checkpointInterval, or 10 when it is
+// absent, not an integer or not positive.
+func (m *Metadata) CheckpointInterval() int {
+	n, err := strconv.Atoi(strings.TrimSpace(m.Configuration[configCheckpointInterval]))
+	if err != nil || n <= 0 {
+		return defaultCheckpointEvery
+	}
+	return n
+}
