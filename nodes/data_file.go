@@ -1,0 +1,143 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/delta"
+)
+
+// DataFile is one live data file of a snapshot. A file without deletion
+// vector in a table without column mapping is served byte for byte from
+// storage (its size is the stored size); any other is served as rewritten
+// by the Materializer (deleted rows removed, logical column names), whose
+// exact size is known before the first stat is answered. Its content never
+// changes: long kernel timeouts and FOPEN_KEEP_CACHE.
+type DataFile struct {
+	fs.Inode
+	readOnlyFile
+
+	env     *Env
+	table   string
+	snap    *delta.Snapshot
+	file    *delta.LiveFile
+	path    string       // path inside the snapshot directory
+	rewrite bool         // served through the Materializer
+	size    atomic.Int64 // served size, -1 until known
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*DataFile)(nil))
+	_ = (fs.NodeOpener)((*DataFile)(nil))
+	_ = (fs.NodeGetxattrer)((*DataFile)(nil))
+	_ = (fs.NodeListxattrer)((*DataFile)(nil))
+)
+
+func newDataFile(env *Env, table string, snap *delta.Snapshot, f *delta.LiveFile, p string) *DataFile {
+	d := &DataFile{env: env, table: table, snap: snap, file: f, path: p}
+	d.rewrite = needsRewrite(snap, f)
+	if d.rewrite {
+		d.size.Store(-1)
+	} else {
+		d.size.Store(f.Add.Size)
+	}
+	return d
+}
+
+// needsRewrite reports whether a file cannot be served as stored: it has
+// a deletion vector, or its columns carry physical names.
+func needsRewrite(snap *delta.Snapshot, f *delta.LiveFile) bool {
+	if f.Add.DeletionVector != nil {
+		return true
+	}
+	mode := snap.Metadata().ColumnMapping()
+	return mode != "" && mode != delta.ColumnMappingNone
+}
+
+func (d *DataFile) ino() uint64 {
+	return stableIno(kindFile, d.table, d.snap.Version(), d.path)
+}
+
+// logAttrs names the file in log lines.
+func (d *DataFile) logAttrs() []any {
+	return []any{"table", d.table, "version", d.snap.Version(), "file", d.path, "key", d.file.Key}
+}
+
+// servedSize returns the size of the served bytes, materializing the file
+// on first use when it needs rewriting.
+func (d *DataFile) servedSize(ctx context.Context) (int64, syscall.Errno) {
+	if n := d.size.Load(); n >= 0 {
+		return n, 0
+	}
+	n, err := d.env.Material.Size(ctx, d.snap, d.file)
+	if err != nil {
+		return 0, d.env.dataErrno("materialize", err, d.logAttrs()...)
+	}
+	d.size.Store(n)
+	return n, 0
+}
+
+// fill sets the attributes of the file.
+func (d *DataFile) fill(ctx context.Context, a *fuse.Attr) syscall.Errno {
+	n, errno := d.servedSize(ctx)
+	if errno != 0 {
+		return errno
+	}
+	fillAttr(a, d.ino(), modeFile, n, time.UnixMilli(d.file.Add.ModificationTime))
+	return 0
+}
+
+// Getattr reports the served size and the add action's modification time.
+func (d *DataFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if errno := d.fill(ctx, &out.Attr); errno != 0 {
+		return errno
+	}
+	out.SetTimeout(d.env.Opts.LongTimeout)
+	return 0
+}
+
+// Open opens the served bytes: through kernel passthrough when they are in
+// a local file and passthrough is on, else read in userspace with the
+// kernel page cache kept across opens.
+func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if isWriteOpen(flags) {
+		return nil, 0, errReadOnly
+	}
+	c, err := d.openContent(ctx)
+	if err != nil {
+		return nil, 0, d.env.dataErrno("open", err, d.logAttrs()...)
+	}
+	h := &dataHandle{file: d, content: c, passthrough: d.env.Opts.Passthrough}
+	return h, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
+}
+
+// openContent opens the bytes and checks they have the size stat reported,
+// so that a file changed behind the log is an error, never wrong data.
+func (d *DataFile) openContent(ctx context.Context) (Content, error) {
+	var c Content
+	var err error
+	if d.rewrite {
+		c, err = d.env.Material.Open(ctx, d.snap, d.file)
+	} else {
+		c, err = d.env.Data.Open(ctx, d.snap, d.file)
+	}
+	if err != nil {
+		return nil, err
+	}
+	want, errno := d.servedSize(ctx)
+	if errno != 0 {
+		c.Close()
+		return nil, errno
+	}
+	if c.Size() != want {
+		c.Close()
+		return nil, fmt.Errorf("%w: stored size %d, the log says %d", delta.ErrCorruptLog, c.Size(), want)
+	}
+	return c, nil
+}

@@ -1,0 +1,54 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"io"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// dataHandle is an open DataFile. When the content has a local file and
+// passthrough is allowed, the kernel reads that file directly and Read is
+// never called; otherwise Read serves the content in userspace.
+type dataHandle struct {
+	file        *DataFile
+	content     Content
+	passthrough bool
+}
+
+var (
+	_ = (fs.FilePassthroughFder)((*dataHandle)(nil))
+	_ = (fs.FileReader)((*dataHandle)(nil))
+	_ = (fs.FileReleaser)((*dataHandle)(nil))
+)
+
+// PassthroughFd offers the local file to the kernel (called once per open
+// by go-fuse; if the kernel refuses, reads fall back to Read).
+func (h *dataHandle) PassthroughFd() (int, bool) {
+	if !h.passthrough {
+		return 0, false
+	}
+	f := h.content.File()
+	if f == nil {
+		return 0, false
+	}
+	return int(f.Fd()), true
+}
+
+// Read returns the bytes at off; a short result only at the end of file.
+func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := h.content.ReadAt(ctx, dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, h.file.env.dataErrno("read", err, h.file.logAttrs()...)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// Release closes the content.
+func (h *dataHandle) Release(ctx context.Context) syscall.Errno {
+	h.content.Close()
+	return 0
+}

@@ -1,0 +1,111 @@
+// Package nodes is the FUSE tree of a deltafs mount: the root, one
+// directory per table, the @vN snapshot directories with their Hive layout,
+// the data files, the @latest and @<timestamp> symlinks and the
+// _history.jsonl file.
+//
+// It knows Delta only through the engine's value types (snapshots, live
+// files) and reaches bytes, caches and storage only through the small
+// interfaces declared in this file, which package fs implements. Every
+// errno is chosen in errno.go.
+package nodes
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/deltafs/deltafs/delta"
+)
+
+// Table is what the tree needs of one Delta table. *delta.Table
+// implements it. Implementations must be safe for concurrent use.
+type Table interface {
+	// Latest returns the newest snapshot.
+	Latest(ctx context.Context) (*delta.Snapshot, error)
+	// Snapshot returns the snapshot at a version; a version that is not
+	// reconstructable is an error wrapping delta.ErrVersionNotFound.
+	Snapshot(ctx context.Context, version int64) (*delta.Snapshot, error)
+	// VersionAt returns the version as of a time (delta's rule).
+	VersionAt(ctx context.Context, ts time.Time) (int64, error)
+	// Versions lists the reconstructable versions, oldest first.
+	Versions(ctx context.Context) ([]delta.VersionInfo, error)
+	// History returns one summary per version with a commit file.
+	History(ctx context.Context) ([]delta.CommitSummary, error)
+}
+
+// Content is an open, immutable view of the bytes one data file serves.
+// ReadAt must be safe for concurrent use; it returns io.EOF (or n <
+// len(p) with io.EOF) at the end.
+type Content interface {
+	// ReadAt reads len(p) bytes at off.
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Size is the exact number of bytes served.
+	Size() int64
+	// File returns a local file holding exactly the served bytes, usable
+	// for kernel passthrough, or nil when there is none. It stays valid
+	// until Close.
+	File() *os.File
+	// Close releases the view.
+	Close() error
+}
+
+// DataSource opens the stored bytes of live files that are served as they
+// are (no deletion vector, no column mapping).
+type DataSource interface {
+	// Open returns the stored bytes of f, a live file of snap. A missing
+	// object is an error wrapping delta.ErrNotExist.
+	Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error)
+}
+
+// Materializer serves live files that need rewriting: rows deleted by a
+// deletion vector removed and physical column names replaced by logical
+// ones. Results are cached by (table, path, deletion vector id), so that
+// Size followed by Open builds the file at most once.
+type Materializer interface {
+	// Size returns the exact size of the rewritten file.
+	Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (int64, error)
+	// Open returns the rewritten file.
+	Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error)
+}
+
+// Options are the mount-wide settings of the tree.
+type Options struct {
+	// Passthrough lets files whose Content has a local File be served by
+	// kernel FUSE passthrough when the kernel accepts it.
+	Passthrough bool
+	// XAttrs serves user.delta.* extended attributes on data files.
+	XAttrs bool
+	// ShortTimeout is the kernel entry/attr timeout of what moves: table
+	// directories, @latest, _history.jsonl (default 1s).
+	ShortTimeout time.Duration
+	// LongTimeout is the kernel timeout of immutable entries: @vN
+	// directories and everything inside them (default 1h).
+	LongTimeout time.Duration
+	// Logger receives the reasons of failed operations (default: discard).
+	Logger *slog.Logger
+}
+
+// Env is what every node of one mount shares. Build it with NewEnv; its
+// fields must not change once the mount is up.
+type Env struct {
+	Data     DataSource
+	Material Materializer
+	Opts     Options
+	log      *slog.Logger
+}
+
+// NewEnv returns an Env with the defaults of opts filled in.
+func NewEnv(data DataSource, mat Materializer, opts Options) *Env {
+	if opts.ShortTimeout <= 0 {
+		opts.ShortTimeout = time.Second
+	}
+	if opts.LongTimeout <= 0 {
+		opts.LongTimeout = time.Hour
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Env{Data: data, Material: mat, Opts: opts, log: log}
+}

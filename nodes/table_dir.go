@@ -1,0 +1,264 @@
+package nodes
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/delta"
+)
+
+// Names in a table directory.
+const (
+	// LatestName is the symlink to the newest version's directory.
+	LatestName = "@latest"
+	// HistoryName is the file with one JSON object per commit.
+	HistoryName = "_history.jsonl"
+	// ReasonName is the file that says why a table cannot be read; it
+	// exists only in the directory of such a table.
+	ReasonName = "_deltafs_error.txt"
+)
+
+// TableDir is MOUNTPOINT/<table>. It lists @latest, one @vN per
+// reconstructable version and _history.jsonl; @<timestamp> names resolve
+// on lookup only. A table whose latest version cannot be read (unknown
+// reader feature, corrupt log) is "refused": its directory holds only
+// _deltafs_error.txt, and its @ names fail with EOPNOTSUPP (unsupported
+// feature) or EIO.
+//
+// What it knows of the table's newest version changes only in Refresh,
+// which the mount's refresh loop calls; Invalidate then tells the kernel.
+type TableDir struct {
+	fs.Inode
+	readOnlyDir
+
+	env   *Env
+	name  string
+	table Table
+
+	mu      sync.Mutex
+	latest  *delta.Snapshot // guarded by mu: newest snapshot seen, nil until read
+	refused error           // guarded by mu: why the table cannot be read (latest == nil)
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*TableDir)(nil))
+	_ = (fs.NodeLookuper)((*TableDir)(nil))
+	_ = (fs.NodeOpendirHandler)((*TableDir)(nil))
+)
+
+// NewTableDir returns the directory of table, shown as name.
+func NewTableDir(env *Env, name string, table Table) *TableDir {
+	return &TableDir{env: env, name: name, table: table}
+}
+
+// Name returns the table's name in the mount.
+func (d *TableDir) Name() string { return d.name }
+
+// Ino returns the directory's stable inode number.
+func (d *TableDir) Ino() uint64 { return stableIno(kindTable, d.name, 0, "") }
+
+// Refresh asks the table for its newest version. It reports whether what
+// the directory shows changed (a new version, or the table became
+// refused or readable). A failure after a success keeps the last good
+// version (storage may be briefly unreachable) and is returned; a failure
+// before any success refuses the table, with the error as the reason.
+func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
+	snap, err := d.table.Latest(ctx)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		if d.latest != nil || cancelled(err) {
+			return false, err
+		}
+		changed = d.refused == nil || d.refused.Error() != err.Error()
+		d.refused = err
+		return changed, err
+	}
+	changed = d.latest == nil || d.latest.Version() != snap.Version()
+	d.latest, d.refused = snap, nil
+	return changed, nil
+}
+
+// Err returns why the table is refused, or nil.
+func (d *TableDir) Err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.refused
+}
+
+// Invalidate tells the kernel that @latest and the listing may have
+// changed. Call it only while mounted, outside any FUSE request.
+func (d *TableDir) Invalidate() {
+	d.NotifyEntry(LatestName)
+	if l := d.GetChild(LatestName); l != nil {
+		l.NotifyContent(0, 0)
+	}
+	d.NotifyContent(0, 0)
+}
+
+// current returns the newest snapshot known, reading it on first use.
+func (d *TableDir) current(ctx context.Context) (*delta.Snapshot, error) {
+	d.mu.Lock()
+	snap, refused := d.latest, d.refused
+	d.mu.Unlock()
+	if snap != nil || refused != nil {
+		return snap, refused
+	}
+	if _, err := d.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	return d.current(ctx)
+}
+
+// Getattr reports a directory stamped with the newest commit time.
+func (d *TableDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	snap, _ := d.current(ctx)
+	fillAttr(&out.Attr, d.Ino(), modeDir, 0, snapTime(snap))
+	out.SetTimeout(d.env.Opts.ShortTimeout)
+	return 0
+}
+
+// snapTime is the commit time of s, zero for nil.
+func snapTime(s *delta.Snapshot) time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	return s.Timestamp()
+}
+
+// Lookup resolves @latest, @vN, @<timestamp>, _history.jsonl and, for a
+// refused table, _deltafs_error.txt.
+func (d *TableDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	latest, err := d.current(ctx)
+	if err != nil && latest == nil {
+		if name == ReasonName {
+			return d.reasonChild(ctx, out)
+		}
+		if cancelled(err) {
+			return nil, syscall.EINTR
+		}
+		if strings.HasPrefix(name, "@") || name == HistoryName {
+			return nil, refusedErrno(err)
+		}
+		return nil, syscall.ENOENT
+	}
+	switch {
+	case name == LatestName:
+		return d.latestChild(ctx, latest, out)
+	case name == HistoryName:
+		return d.historyChild(ctx, out)
+	case strings.HasPrefix(name, "@"):
+		return d.specChild(ctx, name, out)
+	}
+	return nil, syscall.ENOENT
+}
+
+// specChild resolves @vN to its snapshot directory and @<timestamp> to a
+// symlink to the @vK it falls in.
+func (d *TableDir) specChild(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	spec, err := delta.ParseSpec(name[1:])
+	if err != nil || spec.Latest {
+		return nil, syscall.ENOENT
+	}
+	if spec.IsTime {
+		v, err := d.table.VersionAt(ctx, spec.Time)
+		if err != nil {
+			return nil, d.env.metaErrno("resolve timestamp", err, "table", d.name, "spec", name)
+		}
+		return d.timeChild(ctx, name, v, out)
+	}
+	snap, err := d.table.Snapshot(ctx, spec.Version)
+	if err != nil {
+		return nil, d.env.metaErrno("read version", err, "table", d.name, "version", spec.Version)
+	}
+	return d.snapshotChild(ctx, snap, out), 0
+}
+
+// snapshotChild returns the @vN directory of snap.
+func (d *TableDir) snapshotChild(ctx context.Context, snap *delta.Snapshot, out *fuse.EntryOut) *fs.Inode {
+	sd := &SnapshotDir{env: d.env, table: d.name, view: &snapshotView{snap: snap}}
+	sd.fill(&out.Attr)
+	out.SetEntryTimeout(d.env.Opts.LongTimeout)
+	out.SetAttrTimeout(d.env.Opts.LongTimeout)
+	return d.NewInode(ctx, sd, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: sd.ino()})
+}
+
+// OpendirHandle lists @latest, @v0..@vN and _history.jsonl (or only the
+// reason file of a refused table). The kernel may cache the listing until
+// Invalidate.
+func (d *TableDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	latest, err := d.current(ctx)
+	if err != nil && latest == nil {
+		if cancelled(err) {
+			return nil, 0, syscall.EINTR
+		}
+		list := []fuse.DirEntry{{Name: ReasonName, Mode: syscall.S_IFREG, Ino: stableIno(kindReason, d.name, 0, "")}}
+		return fs.NewListDirStream(list), 0, 0
+	}
+	versions, err := d.table.Versions(ctx)
+	if err != nil {
+		return nil, 0, d.env.metaErrno("list versions", err, "table", d.name)
+	}
+	list := make([]fuse.DirEntry, 0, len(versions)+2)
+	list = append(list, fuse.DirEntry{Name: LatestName, Mode: syscall.S_IFLNK, Ino: stableIno(kindLatest, d.name, 0, "")})
+	for _, v := range versions {
+		list = append(list, fuse.DirEntry{Name: versionName(v.Version), Mode: syscall.S_IFDIR, Ino: stableIno(kindSnapDir, d.name, v.Version, "")})
+	}
+	list = append(list, fuse.DirEntry{Name: HistoryName, Mode: syscall.S_IFREG, Ino: stableIno(kindHistory, d.name, 0, "")})
+	return fs.NewListDirStream(list), fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// versionName is the directory name of a version: "@v" + N.
+func versionName(v int64) string { return "@v" + strconv.FormatInt(v, 10) }
+
+// latestChild returns the @latest symlink.
+func (d *TableDir) latestChild(ctx context.Context, latest *delta.Snapshot, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	l := &LatestLink{dir: d}
+	l.fill(&out.Attr, latest)
+	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
+	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
+	return d.NewInode(ctx, l, fs.StableAttr{Mode: syscall.S_IFLNK, Ino: l.ino()}), 0
+}
+
+// timeChild returns the symlink @<timestamp> -> @vN.
+func (d *TableDir) timeChild(ctx context.Context, name string, v int64, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	l := &TimeLink{target: versionName(v)}
+	ino := stableIno(kindTimeLink, d.name, v, name)
+	fillAttr(&out.Attr, ino, modeSymlink, int64(len(l.target)), time.Time{})
+	// Short: a time in the future (ENOENT now) or past the last commit
+	// may resolve differently once a commit lands.
+	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
+	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
+	return d.NewInode(ctx, l, fs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino}), 0
+}
+
+// historyChild returns _history.jsonl.
+func (d *TableDir) historyChild(ctx context.Context, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	h := &HistoryFile{dir: d}
+	if errno := h.fill(ctx, &out.Attr); errno != 0 {
+		return nil, errno
+	}
+	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
+	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
+	if ch := d.GetChild(HistoryName); ch != nil {
+		return ch, 0
+	}
+	return d.NewInode(ctx, h, fs.StableAttr{Mode: syscall.S_IFREG, Ino: h.ino()}), 0
+}
+
+// reasonChild returns _deltafs_error.txt, saying why the table is refused.
+func (d *TableDir) reasonChild(ctx context.Context, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	r := &ReasonFile{dir: d}
+	ino := stableIno(kindReason, d.name, 0, "")
+	fillAttr(&out.Attr, ino, modeFile, int64(len(r.text())), time.Time{})
+	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
+	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
+	return d.NewInode(ctx, r, fs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
+}
