@@ -6,7 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fuzztime=${FUZZTIME:-30s}
 
 # Packages whose tests declare a fuzz target (dot dirs such as .tools skipped).
-dirs=$(grep -rlE --include='*_test.go' --exclude-dir='.*' --exclude-dir=node_modules \
+dirs=$(grep -rlE --include='*_test.go' --exclude-dir='.?*' --exclude-dir=node_modules \
   '^func Fuzz[A-Z0-9_]' . | xargs -r -n1 dirname | sort -u)
 
 n=0
