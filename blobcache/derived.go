@@ -1,0 +1,178 @@
+package blobcache
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Derived returns the derived file for key, building it with build if it is
+// not on disk. key is opaque (the caller encodes what the file derives
+// from); its hash names the file, so files survive restarts. Concurrent
+// callers for one key share one build; if the building caller's ctx is
+// cancelled, a waiting caller builds instead. build writes the whole file
+// to w; a build that fails leaves no file and its error is returned (to the
+// callers that waited for it too). The file under its final name is always
+// complete: it is written to a temporary file, fsynced and renamed.
+//
+// The caller must Close the returned file; open files are never evicted.
+func (c *Cache) Derived(ctx context.Context, key string, build func(w io.Writer) error) (*DiskFile, error) {
+	d := c.disk
+	if d == nil {
+		return nil, ErrNoDiskDir
+	}
+	name := fileName(key)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("blobcache: derived %q: %w", key, err)
+		}
+		e, bc, leader := d.lookup(name)
+		if e != nil {
+			return d.open(e, key, true)
+		}
+		if leader {
+			e, err := d.build(ctx, name, bc, build)
+			if err != nil {
+				return nil, fmt.Errorf("blobcache: build derived %q: %w", key, err)
+			}
+			return d.open(e, key, false)
+		}
+		select {
+		case <-bc.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("blobcache: derived %q: %w", key, ctx.Err())
+		}
+		if bc.err != nil && !errors.Is(bc.err, errAbandoned) {
+			return nil, fmt.Errorf("blobcache: build derived %q: %w", key, bc.err)
+		}
+	}
+}
+
+// lookup returns the entry of name with a reference taken, or else the
+// build in progress, or else a new build that the caller leads.
+func (d *diskCache) lookup(name string) (e *diskEntry, bc *buildCall, leader bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.entries[name]; e != nil {
+		e.refs++
+		d.lru.MoveToFront(e.elem)
+		return e, nil, false
+	}
+	if bc := d.builds[name]; bc != nil {
+		return nil, bc, false
+	}
+	bc = &buildCall{done: make(chan struct{})}
+	d.builds[name] = bc
+	return nil, bc, true
+}
+
+// build runs fn into the file name and indexes it with one reference taken
+// for the caller. Waiters are released however build ends (even by a
+// panic in fn); they retry if ctx was cancelled.
+func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn func(io.Writer) error) (*diskEntry, error) {
+	d.stats.builds.Add(1)
+	var e *diskEntry
+	shared := errAbandoned // what waiters see unless the build ends normally
+	defer func() {
+		d.mu.Lock()
+		delete(d.builds, name)
+		if e != nil {
+			d.addLocked(e)
+			d.evictLocked()
+		}
+		d.mu.Unlock()
+		bc.err = shared
+		close(bc.done)
+	}()
+	size, err := d.write(ctx, name, fn)
+	switch {
+	case err == nil:
+		e = &diskEntry{name: name, size: size, refs: 1}
+		shared = nil
+	case ctx.Err() == nil:
+		shared = err
+	}
+	return e, err
+}
+
+// write builds the file name through a temporary file and returns its size.
+// On error nothing is left behind.
+func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) error) (int64, error) {
+	f, err := os.CreateTemp(d.dir, tmpPrefix+name+"-*")
+	if err != nil {
+		return 0, err
+	}
+	tmp := f.Name()
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 256<<10)
+	cw := &ctxWriter{ctx: ctx, w: bw}
+	if err := fn(cw); err != nil {
+		return 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmp, d.path(name)); err != nil {
+		return 0, err
+	}
+	done = true
+	syncDir(d.dir) // best effort: the rename survives a power loss
+	return cw.n, nil
+}
+
+func syncDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		f.Sync()
+		f.Close()
+	}
+}
+
+// open opens the file of e, on which the caller holds a reference that the
+// returned DiskFile now owns. touch records the use in the file's mtime, so
+// that recency survives a restart.
+func (d *diskCache) open(e *diskEntry, key string, touch bool) (*DiskFile, error) {
+	p := d.path(e.name)
+	f, err := os.Open(p)
+	if err != nil {
+		d.release(e)
+		return nil, fmt.Errorf("blobcache: open derived %q: %w", key, err)
+	}
+	if touch {
+		now := time.Now()
+		_ = os.Chtimes(p, now, now)
+	}
+	return &DiskFile{d: d, e: e, f: f}, nil
+}
+
+// ctxWriter fails writes once ctx is done, so a build stops when its
+// caller goes away, and counts the bytes written.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+	n   int64
+}
+
+func (w *ctxWriter) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := w.w.Write(p)
+	w.n += int64(n)
+	return n, err
+}
