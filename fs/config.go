@@ -1,0 +1,109 @@
+// Package fs mounts Delta tables: it resolves the sources to tables, wires
+// the engine (delta), the caches (blobcache) and the Parquet rewriter
+// (delta/pqfile) into the FUSE tree of package nodes, runs the refresh
+// loop that moves @latest, and owns the mount's lifecycle.
+package fs
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Source is one SOURCE argument of the mount: a table or a warehouse.
+type Source struct {
+	// Name is the table's name in the mount; "" means the last path
+	// element of URL. Only used when URL is a table (not a warehouse).
+	Name string
+	// URL is a local path or a gocloud blob URL.
+	URL string
+}
+
+// Config describes a mount. Zero fields take the documented defaults.
+type Config struct {
+	// Sources are the tables and warehouses to mount.
+	Sources []Source
+	// Mountpoint is the directory to mount on.
+	Mountpoint string
+	// ReadOnly mounts with the "ro" option: the kernel refuses every
+	// write. (Snapshots are read-only regardless.)
+	ReadOnly bool
+	// AllowOther lets other users see the mount.
+	AllowOther bool
+	// XAttrs serves user.delta.* extended attributes on data files.
+	XAttrs bool
+	// NoPassthrough forces every read through the userspace path.
+	NoPassthrough bool
+	// UID and GID own every file (0: the caller's).
+	UID, GID uint32
+	// CacheDir holds the disk cache of rewritten files (default:
+	// /var/cache/deltafs as root, else $XDG_CACHE_HOME/deltafs).
+	CacheDir string
+	// CacheSize bounds the disk cache in bytes (default 10 GiB).
+	CacheSize int64
+	// MemoryCacheSize bounds the memory block cache in bytes (default
+	// 256 MiB).
+	MemoryCacheSize int64
+	// Refresh is how often each table is asked for new commits (default
+	// 1s); it is also the kernel timeout of what can change.
+	Refresh time.Duration
+	// Logger receives mount events and the reasons of failed operations
+	// (default: slog.Default()).
+	Logger *slog.Logger
+	// Debug logs every FUSE request.
+	Debug bool
+}
+
+// Defaults of Config.
+const (
+	DefaultCacheSize = 10 << 30
+	DefaultRefresh   = time.Second
+)
+
+// withDefaults returns cfg with zero fields filled in, or an error for a
+// config that cannot mount.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Mountpoint == "" {
+		return cfg, fmt.Errorf("no mountpoint")
+	}
+	if len(cfg.Sources) == 0 {
+		return cfg, fmt.Errorf("no source to mount")
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	if cfg.UID == 0 {
+		cfg.UID = uint32(os.Getuid())
+	}
+	if cfg.GID == 0 {
+		cfg.GID = uint32(os.Getgid())
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.CacheDir == "" {
+		dir, err := defaultCacheDir()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.CacheDir = dir
+	}
+	return cfg, nil
+}
+
+// defaultCacheDir is /var/cache/deltafs for root, else the user cache dir.
+func defaultCacheDir() (string, error) {
+	if os.Geteuid() == 0 {
+		return "/var/cache/deltafs", nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache dir (set --cache-dir): %w", err)
+	}
+	return filepath.Join(dir, "deltafs"), nil
+}

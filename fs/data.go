@@ -1,0 +1,105 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/deltafs/deltafs/blobcache"
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/nodes"
+)
+
+// dataSource serves live files as stored: a local table's files straight
+// from the local file (the kernel page cache is their cache, and the file
+// can be handed to kernel passthrough); a remote table's through the
+// memory block cache.
+type dataSource struct {
+	tables *tableIndex
+	cache  *blobcache.Cache
+}
+
+var _ nodes.DataSource = (*dataSource)(nil)
+
+// Open implements nodes.DataSource.
+func (d *dataSource) Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (nodes.Content, error) {
+	t, err := d.tables.of(snap)
+	if err != nil {
+		return nil, err
+	}
+	if dir := t.store.LocalDir(); dir != "" {
+		return openLocal(dir, f.Key)
+	}
+	obj := d.cache.Object(t.store, objectKey(t, f.Key), f.Add.Size, objectVersion(f.Add))
+	return &objectContent{obj: obj}, nil
+}
+
+// objectKey names a data object uniquely across all the mount's stores.
+func objectKey(t *mountedTable, key string) string { return t.store.String() + "/" + key }
+
+// objectVersion identifies the bytes of an add: the same path rewritten by
+// a writer gets another modification time.
+func objectVersion(a *delta.Add) string { return strconv.FormatInt(a.ModificationTime, 10) }
+
+// openLocal opens key under the local table root dir.
+func openLocal(dir, key string) (*fileContent, error) {
+	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(key)))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("data file %s: %w", key, delta.ErrNotExist)
+		}
+		return nil, fmt.Errorf("data file %s: %w", key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data file %s: %w", key, err)
+	}
+	return &fileContent{f: f, size: fi.Size()}, nil
+}
+
+// fileContent is a local file served as is.
+type fileContent struct {
+	f    *os.File
+	size int64
+}
+
+func (c *fileContent) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return c.f.ReadAt(p, off)
+}
+func (c *fileContent) Size() int64    { return c.size }
+func (c *fileContent) File() *os.File { return c.f }
+func (c *fileContent) Close() error   { return c.f.Close() }
+
+// objectContent is a remote object read through the block cache.
+type objectContent struct {
+	obj *blobcache.Object
+}
+
+func (c *objectContent) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return c.obj.ReadAt(ctx, p, off)
+}
+func (c *objectContent) Size() int64    { return c.obj.Size() }
+func (c *objectContent) File() *os.File { return nil }
+func (c *objectContent) Close() error   { return nil }
+
+// readerAtFor returns the stored bytes of a live file as an io.ReaderAt,
+// for the Parquet rewriter, and a function to release it.
+func (d *dataSource) readerAtFor(ctx context.Context, t *mountedTable, f *delta.LiveFile) (io.ReaderAt, func(), error) {
+	if dir := t.store.LocalDir(); dir != "" {
+		c, err := openLocal(dir, f.Key)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.size != f.Add.Size {
+			c.Close()
+			return nil, nil, fmt.Errorf("data file %s: %w: stored size %d, the log says %d", f.Key, delta.ErrCorruptLog, c.size, f.Add.Size)
+		}
+		return c.f, func() { c.Close() }, nil
+	}
+	obj := d.cache.Object(t.store, objectKey(t, f.Key), f.Add.Size, objectVersion(f.Add))
+	return obj.ReaderAt(ctx), func() {}, nil
+}

@@ -1,0 +1,221 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/deltafs/deltafs/blobcache"
+	"github.com/deltafs/deltafs/nodes"
+)
+
+// Server is a running mount. Its methods are safe for concurrent use.
+type Server struct {
+	cfg    Config
+	fuse   *fuse.Server
+	cache  *blobcache.Cache
+	tables []*mountedTable
+	dirs   []*nodes.TableDir
+
+	stop     context.CancelFunc // stops the refresh loop
+	loopDone chan struct{}
+	waitOnce sync.Once
+	waited   chan struct{} // closed once the mount is gone and resources freed
+}
+
+// maxRequest is the largest FUSE read (and write) request: 1 MiB, which
+// the kernel grants here (max_pages_limit 256) and which halves the round
+// trips of sequential reads.
+const maxRequest = 1 << 20
+
+// Mount resolves cfg's sources, mounts them at cfg.Mountpoint and returns
+// once the kernel serves the mount. A table that cannot be read does not
+// fail the mount: its directory holds _deltafs_error.txt. A source that
+// cannot be opened, or holds no table, does.
+func Mount(ctx context.Context, cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	tables, err := resolveSources(ctx, cfg.Sources)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := blobcache.New(blobcache.Options{MemoryBytes: cfg.MemoryCacheSize, DiskDir: cfg.CacheDir, DiskBytes: cfg.CacheSize})
+	if err != nil {
+		closeTables(tables)
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	s := &Server{cfg: cfg, cache: cache, tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
+	root := s.buildTree(ctx)
+	s.fuse, err = gofs.Mount(cfg.Mountpoint, root, s.fuseOptions())
+	if err != nil {
+		cache.Close()
+		closeTables(tables)
+		return nil, fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
+	}
+	s.raiseReadAhead()
+	loopCtx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	go s.refreshLoop(loopCtx)
+	return s, nil
+}
+
+// buildTree creates the table directories and reads each table's newest
+// version once, logging the tables that are refused.
+func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
+	ix := newTableIndex(s.tables)
+	data := &dataSource{tables: ix, cache: s.cache}
+	env := nodes.NewEnv(data, &materializer{tables: ix, data: data, cache: s.cache}, nodes.Options{
+		Passthrough:  !s.cfg.NoPassthrough,
+		XAttrs:       s.cfg.XAttrs,
+		ShortTimeout: s.cfg.Refresh,
+		Logger:       s.cfg.Logger,
+	})
+	for _, t := range s.tables {
+		d := nodes.NewTableDir(env, t.name, t.table)
+		if _, err := d.Refresh(ctx); err != nil {
+			s.cfg.Logger.Warn("deltafs: table refused", "table", t.name, "location", t.store.String(), "err", err)
+		}
+		s.dirs = append(s.dirs, d)
+	}
+	return nodes.NewRoot(s.dirs)
+}
+
+func (s *Server) fuseOptions() *gofs.Options {
+	short := s.cfg.Refresh
+	mo := fuse.MountOptions{
+		AllowOther:    s.cfg.AllowOther,
+		FsName:        "deltafs",
+		Name:          "deltafs",
+		MaxWrite:      maxRequest,
+		MaxReadAhead:  maxRequest,
+		DisableSplice: true,
+		DisableXAttrs: !s.cfg.XAttrs,
+		DirectMount:   os.Geteuid() == 0,
+		Debug:         s.cfg.Debug,
+	}
+	if s.cfg.ReadOnly {
+		mo.Options = append(mo.Options, "ro")
+	}
+	return &gofs.Options{
+		MountOptions: mo,
+		EntryTimeout: &short,
+		AttrTimeout:  &short,
+		UID:          s.cfg.UID,
+		GID:          s.cfg.GID,
+	}
+}
+
+// raiseReadAhead sets the mount's read-ahead to maxRequest, so that
+// buffered sequential reads arrive as 1 MiB requests instead of 128 KiB
+// (measured here: +70% throughput). It needs root; failure only costs
+// speed.
+func (s *Server) raiseReadAhead() {
+	var st syscall.Stat_t
+	if err := syscall.Stat(s.cfg.Mountpoint, &st); err != nil {
+		return
+	}
+	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev))
+	if err := os.WriteFile(p, []byte(fmt.Sprint(maxRequest>>10)), 0); err != nil {
+		s.cfg.Logger.Debug("deltafs: cannot raise read-ahead", "path", p, "err", err)
+	}
+}
+
+// refreshLoop asks every table for new commits each cfg.Refresh and tells
+// the kernel when @latest or a listing moved.
+func (s *Server) refreshLoop(ctx context.Context) {
+	defer close(s.loopDone)
+	tick := time.NewTicker(s.cfg.Refresh)
+	defer tick.Stop()
+	lastErr := make([]string, len(s.dirs))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for i, d := range s.dirs {
+			rctx, cancel := context.WithTimeout(ctx, max(10*s.cfg.Refresh, 30*time.Second))
+			changed, err := d.Refresh(rctx)
+			cancel()
+			if changed {
+				d.Invalidate()
+			}
+			s.logRefresh(d.Name(), err, &lastErr[i])
+		}
+	}
+}
+
+// logRefresh logs a refresh error once, not on every tick.
+func (s *Server) logRefresh(table string, err error, last *string) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg == *last {
+		return
+	}
+	if err != nil && !errorsIsCanceled(err) {
+		s.cfg.Logger.Warn("deltafs: refresh failed", "table", table, "err", err)
+	} else if *last != "" {
+		s.cfg.Logger.Info("deltafs: table readable again", "table", table)
+	}
+	*last = msg
+}
+
+// Tables returns the names of the mounted tables, refused ones included.
+func (s *Server) Tables() []string {
+	out := make([]string, len(s.dirs))
+	for i, d := range s.dirs {
+		out[i] = d.Name()
+	}
+	return out
+}
+
+// Refused returns the tables that cannot be read, with the reason.
+func (s *Server) Refused() map[string]error {
+	out := map[string]error{}
+	for _, d := range s.dirs {
+		if err := d.Err(); err != nil {
+			out[d.Name()] = err
+		}
+	}
+	return out
+}
+
+// Wait blocks until the mount is gone (Unmount, fusermount3 -u, umount),
+// then stops the refresh loop and closes the caches and stores.
+func (s *Server) Wait() {
+	s.fuse.Wait()
+	s.waitOnce.Do(func() {
+		s.stop()
+		<-s.loopDone
+		s.cache.Close()
+		closeTables(s.tables)
+		close(s.waited)
+	})
+	<-s.waited
+}
+
+// Unmount unmounts cleanly (it fails, with the mount kept, while files
+// are open: EBUSY) and releases everything, as Wait.
+func (s *Server) Unmount() error {
+	if err := s.fuse.Unmount(); err != nil {
+		return fmt.Errorf("unmount %s: %w", s.cfg.Mountpoint, err)
+	}
+	s.Wait()
+	return nil
+}
+
+func errorsIsCanceled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
