@@ -239,47 +239,60 @@ func (n *NameMap) walk(path []string, physical bool) ([]step, bool) {
 	steps := make([]step, 0, len(path))
 	var t DataType = n.schema
 	for i := 0; i < len(path); i++ {
-		c := path[i]
-		switch tt := t.(type) {
-		case *StructType:
-			f := n.lookup(tt, c, physical)
+		if st, ok := t.(*StructType); ok {
+			f := n.lookup(st, path[i], physical)
 			if f == nil {
 				return nil, false
 			}
-			steps = append(steps, step{comp: c, field: f})
+			steps = append(steps, step{comp: path[i], field: f})
 			t = f.Type
-		case *ArrayType:
-			if c == "list" || c == "bag" {
-				steps = append(steps, step{comp: c})
-				if i++; i == len(path) {
-					return steps, true
-				}
-				c = path[i]
+			continue
+		}
+		// Below an array or map: an optional Parquet-only repeated level,
+		// then the element / key / value.
+		if isRepeatedLevel(t, path[i]) {
+			steps = append(steps, step{comp: path[i]})
+			if i++; i == len(path) {
+				return steps, true
 			}
-			steps = append(steps, step{comp: c, nest: "element"})
-			t = tt.ElementType
-		case *MapType:
-			if c == "key_value" || c == "map" {
-				steps = append(steps, step{comp: c})
-				if i++; i == len(path) {
-					return steps, true
-				}
-				c = path[i]
-			}
-			switch c {
-			case "key":
-				t = tt.KeyType
-			case "value":
-				t = tt.ValueType
-			default:
-				return nil, false
-			}
-			steps = append(steps, step{comp: c, nest: c})
-		default:
+		}
+		nest, child := nestedPart(t, path[i])
+		if child == nil {
 			return nil, false
 		}
+		steps = append(steps, step{comp: path[i], nest: nest})
+		t = child
 	}
 	return steps, true
+}
+
+// isRepeatedLevel reports whether comp is the Parquet repeated group between
+// a LIST/MAP column and its element or key/value.
+func isRepeatedLevel(t DataType, comp string) bool {
+	switch t.(type) {
+	case *ArrayType:
+		return comp == "list" || comp == "bag"
+	case *MapType:
+		return comp == "key_value" || comp == "map"
+	}
+	return false
+}
+
+// nestedPart resolves the component naming an array's element (any name)
+// or a map's key/value; child is nil when comp names nothing below t.
+func nestedPart(t DataType, comp string) (nest string, child DataType) {
+	switch t := t.(type) {
+	case *ArrayType:
+		return "element", t.ElementType
+	case *MapType:
+		switch comp {
+		case "key":
+			return "key", t.KeyType
+		case "value":
+			return "value", t.ValueType
+		}
+	}
+	return "", nil
 }
 
 func (n *NameMap) lookup(s *StructType, name string, physical bool) *StructField {
