@@ -35,12 +35,9 @@ test: ## run all tests with -race (gotestsum when installed); DELTAFS_REQUIRE_AL
 bench: ## run Go benchmarks and bench/*.sh; output kept in bench/out/
 	PKGS='$(PKGS)' bash scripts/bench.sh
 
-lint: ## gofmt check, go vet, staticcheck (pinned)
+lint: ## gofmt check, go vet, staticcheck (pinned); reports all findings
 	bash scripts/install-tools.sh staticcheck
-	@unformatted=$$(find . -name '*.go' -not -path './.*' -not -path '*/node_modules/*' | xargs -r gofmt -l); \
-	if [ -n "$$unformatted" ]; then echo "gofmt -l found unformatted files:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet $(PKGS)
-	staticcheck $(PKGS)
+	PKGS='$(PKGS)' bash scripts/lint.sh
 
 tools: ## install staticcheck, gotestsum and @duckdb/node-api into .tools/
 	bash scripts/install-tools.sh dev

@@ -65,7 +65,7 @@ apt_install() {
     apt-get update -qq
     apt_updated=1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" </dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends "$@" </dev/null
 }
 
 # have_cmd NAME LABEL: true (and says so) when NAME is on PATH.

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Lints the module: gofmt -l, go vet, staticcheck (pinned; `make lint`
+# installs it first). Runs every check even when one fails, so one run shows
+# all findings; exits non-zero if any check failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+pkgs=${PKGS:-./...}
+failed=()
+
+echo "== gofmt -l"
+unformatted=$(find . -name '*.go' -not -path './.*' -not -path '*/node_modules/*' -print0 |
+  xargs -0 -r gofmt -l)
+if [[ -n $unformatted ]]; then
+  printf '%s\n' "$unformatted"
+  failed+=(gofmt)
+fi
+
+echo "== go vet $pkgs"
+go vet $pkgs || failed+=(vet)
+
+echo "== staticcheck $pkgs"
+staticcheck $pkgs || failed+=(staticcheck)
+
+if ((${#failed[@]})); then
+  echo "lint: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "lint: OK"
