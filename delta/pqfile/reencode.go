@@ -1,0 +1,187 @@
+package pqfile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// valueBatch is how many values are decoded per read when filtering a column.
+const valueBatch = 4096
+
+// encodedGroup is one re-encoded row group inside a temporary Parquet file.
+type encodedGroup struct {
+	data   []byte          // the whole temporary file
+	rg     format.RowGroup // its only row group; offsets point into data
+	chunks []byteRange     // each column chunk's bytes in data
+}
+
+// reencodeGroup decodes the row group rg (described by src in the footer), drops the rows at the
+// sorted relative indexes in deleted, and encodes the live rows with parquet-go as the only row
+// group of an in-memory file with the source schema and the same codec per column. Columns are
+// processed in parallel, each straight from its pages to its column writer (no row assembly).
+func reencodeGroup(rg parquet.RowGroup, src *format.RowGroup, deleted []uint64) (enc *encodedGroup, err error) {
+	defer recoverCorrupt(&err)
+	var buf bytes.Buffer
+	w := parquet.NewWriter(&buf, rg.Schema())
+	rgw := w.BeginRowGroup()
+	dst, chunks := rgw.ColumnWriters(), rg.ColumnChunks()
+	if len(dst) != len(chunks) || len(chunks) != len(src.Columns) {
+		return nil, fmt.Errorf("%w: %d column writers for %d chunks", ErrUnsupported, len(dst), len(chunks))
+	}
+	err = forEachParallel(len(chunks), func(j int) error {
+		return filterColumn(dst[j], chunks[j], deleted, src.NumRows)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rgw.Commit(); err != nil {
+		return nil, fmt.Errorf("encode row group: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("encode row group: %w", err)
+	}
+	return checkEncoded(buf.Bytes(), src, src.NumRows-int64(len(deleted)))
+}
+
+// checkEncoded reads back the temporary file's footer and checks that its row group matches the
+// source column for column (physical type, codec) with the expected row count.
+func checkEncoded(data []byte, src *format.RowGroup, wantRows int64) (*encodedGroup, error) {
+	f, err := readFooter(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("read back re-encoded row group: %w", err)
+	}
+	if len(f.meta.RowGroups) != 1 || f.meta.RowGroups[0].NumRows != wantRows {
+		return nil, fmt.Errorf("pqfile: re-encoded %d row groups, want 1 of %d rows", len(f.meta.RowGroups), wantRows)
+	}
+	enc := &encodedGroup{data: data, rg: f.meta.RowGroups[0]}
+	for j := range enc.rg.Columns {
+		got, want := &enc.rg.Columns[j].MetaData, &src.Columns[j].MetaData
+		if got.Type != want.Type || got.Codec != want.Codec {
+			return nil, fmt.Errorf("%w: column %q re-encodes as %v/%v, source is %v/%v",
+				ErrUnsupported, want.PathInSchema, got.Type, got.Codec, want.Type, want.Codec)
+		}
+		r, err := chunkRange(&enc.rg.Columns[j], f.start)
+		if err != nil {
+			return nil, err
+		}
+		enc.chunks = append(enc.chunks, r)
+	}
+	return enc, nil
+}
+
+// reencodable reports whether parquet-go v0.32.0 decodes and encodes codec faithfully. LZ4_RAW
+// is excluded: its reader can keep a stale page buffer when the codec reallocates on decompression
+// (parquet-go issue #608), which would serve wrong values; LZ4 (Hadoop framing), LZO and unknown
+// codecs it does not support at all.
+func reencodable(codec format.CompressionCodec) bool {
+	switch codec {
+	case format.Uncompressed, format.Snappy, format.Gzip, format.Brotli, format.Zstd:
+		return true
+	}
+	return false
+}
+
+// filterColumn copies the values of the live rows of one column chunk to dst. A row starts at a
+// value with repetition level 0. Only whole rows are handed to dst; the values of a row that
+// continues on the next page are cloned, since a page's memory is reused once passed.
+func filterColumn(dst *parquet.ColumnWriter, chunk parquet.ColumnChunk, deleted []uint64, numRows int64) error {
+	r := parquet.NewColumnChunkValueReader(chunk)
+	defer r.Close()
+	buf := make([]parquet.Value, valueBatch)
+	var keep []parquet.Value // values of live rows not yet written
+	row, next := int64(-1), 0
+	live := false
+	for {
+		n, err := r.ReadValues(buf)
+		for _, v := range buf[:n] {
+			if v.RepetitionLevel() == 0 {
+				row++
+				for next < len(deleted) && deleted[next] < uint64(row) {
+					next++
+				}
+				live = next == len(deleted) || deleted[next] != uint64(row)
+			} else if row < 0 {
+				return fmt.Errorf("%w: column %d starts inside a row", ErrCorrupt, chunk.Column())
+			}
+			if live {
+				keep = append(keep, v)
+			}
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%w: decode column %d: %v", ErrCorrupt, chunk.Column(), err)
+		}
+		var flushErr error
+		if keep, flushErr = writeWholeRows(dst, keep, err == io.EOF); flushErr != nil {
+			return fmt.Errorf("encode column %d: %w", chunk.Column(), flushErr)
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if row+1 != numRows {
+		return fmt.Errorf("%w: column %d holds %d rows, row group %d", ErrCorrupt, chunk.Column(), row+1, numRows)
+	}
+	return nil
+}
+
+// writeWholeRows writes the complete rows at the start of keep (all of it when last) and returns
+// the cloned values of the trailing incomplete row, reusing keep's storage.
+func writeWholeRows(dst *parquet.ColumnWriter, keep []parquet.Value, last bool) ([]parquet.Value, error) {
+	end := len(keep)
+	if !last {
+		for end > 0 && keep[end-1].RepetitionLevel() != 0 {
+			end--
+		}
+		if end > 0 {
+			end-- // keep[end] starts the row that may go on
+		}
+	}
+	if end > 0 {
+		if _, err := dst.WriteRowValues(keep[:end]); err != nil {
+			return nil, err
+		}
+	}
+	rest := copy(keep, keep[end:])
+	for i := range keep[:rest] {
+		keep[i] = keep[i].Clone()
+	}
+	return keep[:rest], nil
+}
+
+// forEachParallel runs fn(0..n-1) on up to GOMAXPROCS goroutines and returns the first error.
+// A panic in fn becomes an ErrCorrupt error.
+func forEachParallel(n int, fn func(int) error) error {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				errs[j] = func() (err error) {
+					defer recoverCorrupt(&err)
+					return fn(j)
+				}()
+			}
+		}()
+	}
+	for j := range n {
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package pqfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// copyBufferSize is the buffer used to move raw chunk bytes from the source.
+const copyBufferSize = 1 << 20
+
+// WriteTo writes the output file to w and returns the number of bytes written. When Size reports
+// an exact size, the count equals it (anything else is an error). On error, w may hold a partial
+// output.
+func (p *Plan) WriteTo(w io.Writer) (int64, error) {
+	cw := &countWriter{w: w}
+	var err error
+	if p.footerOnly {
+		err = p.writeFooterOnly(cw)
+	} else {
+		err = p.writeRowGroups(cw)
+	}
+	if err != nil {
+		return cw.n, err
+	}
+	if p.outSize >= 0 && cw.n != p.outSize {
+		return cw.n, fmt.Errorf("pqfile: wrote %d bytes, planned %d", cw.n, p.outSize)
+	}
+	return cw.n, nil
+}
+
+// writeFooterOnly copies the source up to its footer and appends the renamed footer.
+func (p *Plan) writeFooterOnly(cw *countWriter) error {
+	buf := make([]byte, copyBufferSize)
+	if err := copyRange(cw, p.src, byteRange{0, p.footStart}, buf); err != nil {
+		return err
+	}
+	return writeFooter(cw, &p.meta)
+}
+
+// writeRowGroups writes the magic, every kept row group (copied or re-encoded) and the footer.
+func (p *Plan) writeRowGroups(cw *countWriter) error {
+	if _, err := io.WriteString(cw, magic); err != nil {
+		return err
+	}
+	meta := p.outputMeta()
+	buf := make([]byte, copyBufferSize)
+	var file *parquet.File
+	for i, g := range p.groups {
+		var rg format.RowGroup
+		var err error
+		switch g.action {
+		case Drop:
+			continue
+		case Copy:
+			rg, _ = relocate(&p.meta.RowGroups[i], g.chunks, cw.n, len(meta.RowGroups))
+			for _, r := range g.merged {
+				if err = copyRange(cw, p.src, r, buf); err != nil {
+					break
+				}
+			}
+		case Reencode:
+			if file == nil {
+				if file, err = p.openFile(); err != nil {
+					return err
+				}
+			}
+			rg, err = p.writeReencoded(cw, file, i, len(meta.RowGroups))
+		}
+		if err != nil {
+			return fmt.Errorf("row group %d: %w", i, err)
+		}
+		meta.RowGroups = append(meta.RowGroups, rg)
+	}
+	return writeFooter(cw, meta)
+}
+
+// openFile opens the source with parquet-go for decoding; page indexes and bloom filters are not
+// needed to read all values.
+func (p *Plan) openFile() (f *parquet.File, err error) {
+	defer recoverCorrupt(&err)
+	f, err = parquet.OpenFile(p.src, p.size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, fmt.Errorf("%w: open for decoding: %v", ErrCorrupt, err)
+	}
+	if len(f.RowGroups()) != len(p.groups) {
+		return nil, fmt.Errorf("%w: parquet-go sees %d row groups, footer has %d", ErrCorrupt, len(f.RowGroups()), len(p.groups))
+	}
+	return f, nil
+}
+
+// writeReencoded re-encodes row group i without its deleted rows, writes its chunks and returns
+// its footer entry at the output position, with the source's (renamed) column paths.
+func (p *Plan) writeReencoded(cw *countWriter, file *parquet.File, i, ordinal int) (format.RowGroup, error) {
+	src := &p.meta.RowGroups[i]
+	enc, err := reencodeGroup(file.RowGroups()[i], src, p.groups[i].deleted)
+	if err != nil {
+		return format.RowGroup{}, err
+	}
+	rg, _ := relocate(&enc.rg, enc.chunks, cw.n, ordinal)
+	for _, r := range enc.chunks {
+		if _, err := cw.Write(enc.data[r.off : r.off+r.n]); err != nil {
+			return format.RowGroup{}, err
+		}
+	}
+	for j := range rg.Columns {
+		rg.Columns[j].MetaData.PathInSchema = src.Columns[j].MetaData.PathInSchema
+		rg.Columns[j].MetaData.KeyValueMetadata = src.Columns[j].MetaData.KeyValueMetadata
+	}
+	rg.SortingColumns = src.SortingColumns
+	return rg, nil
+}
+
+// relocate returns a copy of rg whose column chunks, laid out back to back in column order from
+// pos, have every offset moved accordingly, and the position after the last chunk. Page indexes
+// and bloom filters are dropped: they live elsewhere in the source and are optional.
+func relocate(rg *format.RowGroup, chunks []byteRange, pos int64, ordinal int) (format.RowGroup, int64) {
+	out := *rg
+	out.Columns = slices.Clone(rg.Columns)
+	out.FileOffset = pos
+	out.Ordinal = int16(ordinal)
+	out.TotalCompressedSize = 0
+	for j := range out.Columns {
+		moveChunk(&out.Columns[j], chunks[j], pos)
+		out.TotalCompressedSize += chunks[j].n
+		pos += chunks[j].n
+	}
+	return out, pos
+}
+
+// moveChunk shifts the offsets of a column chunk whose bytes move from r to start at to.
+func moveChunk(c *format.ColumnChunk, r byteRange, to int64) {
+	d := to - r.off
+	within := func(off int64) bool { return off >= r.off && off < r.off+r.n }
+	md := &c.MetaData
+	md.DataPageOffset += d
+	if within(md.DictionaryPageOffset) {
+		md.DictionaryPageOffset += d
+	} else {
+		md.DictionaryPageOffset = 0
+	}
+	if within(md.IndexPageOffset) {
+		md.IndexPageOffset += d
+	} else {
+		md.IndexPageOffset = 0
+	}
+	if c.FileOffset >= r.off && c.FileOffset <= r.off+r.n {
+		c.FileOffset += d
+	} else {
+		c.FileOffset = to
+	}
+	c.OffsetIndexOffset, c.OffsetIndexLength = 0, 0
+	c.ColumnIndexOffset, c.ColumnIndexLength = 0, 0
+	md.BloomFilterOffset, md.BloomFilterLength = 0, 0
+}
+
+// copyRange copies the source bytes r to w; a source shorter than r is corrupt.
+func copyRange(w io.Writer, src io.ReaderAt, r byteRange, buf []byte) error {
+	n, err := io.CopyBuffer(w, io.NewSectionReader(src, r.off, r.n), buf)
+	if err != nil {
+		return fmt.Errorf("copy bytes %d..%d: %w", r.off, r.off+r.n, err)
+	}
+	if n != r.n {
+		return fmt.Errorf("%w: source ends inside bytes %d..%d", ErrCorrupt, r.off, r.off+r.n)
+	}
+	return nil
+}
+
+func writeFooter(w io.Writer, meta *format.FileMetaData) error {
+	tail, err := encodeFooter(meta)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(tail)
+	return err
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	return n, err
+}
+
+// recoverCorrupt turns a panic in parquet-go on hostile input into an ErrCorrupt error.
+func recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = errors.Join(*err, fmt.Errorf("%w: parquet decoder panicked: %v", ErrCorrupt, r))
+	}
+}
