@@ -11,7 +11,7 @@
 // identified by (key, size, version), where version is an ETag or any string
 // that changes when the bytes could.
 //
-// Lock order: Object.mu before Cache.bgMu. blockTable.mu and diskCache.mu
+// Lock order: Object.mu before Cache.bgMu and blockTable.mu. blockTable.mu and diskCache.mu
 // are leaves: nothing else is locked while holding them, and neither is ever
 // held across a Source read or a build.
 package blobcache
@@ -161,25 +161,33 @@ func (c *Cache) Object(src Source, key string, size int64, version string) *Obje
 	}
 }
 
-// goBackground runs f on the cache's context if a background slot is free
-// and the cache is open; it reports whether f was started. With wait set it
-// waits for a slot until ctx is done.
-func (c *Cache) goBackground(ctx context.Context, wait bool, f func(ctx context.Context)) bool {
-	if wait {
-		select {
-		case c.sem <- struct{}{}:
-		case <-ctx.Done():
-			return false
-		case <-c.ctx.Done():
-			return false
-		}
-	} else {
-		select {
-		case c.sem <- struct{}{}:
-		default:
-			return false
-		}
+// tryAcquire takes a background slot if one is free and reports whether
+// it did; the caller must then call start.
+func (c *Cache) tryAcquire() bool {
+	select {
+	case c.sem <- struct{}{}:
+		return true
+	default:
+		return false
 	}
+}
+
+// acquire takes a background slot when one frees up before ctx or the
+// cache is done, and reports whether it did; the caller must then call start.
+func (c *Cache) acquire(ctx context.Context) bool {
+	select {
+	case c.sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-c.ctx.Done():
+	}
+	return false
+}
+
+// start runs f on the cache's context in a goroutine that Close waits for,
+// releasing the slot taken by acquire when f returns. After Close it
+// releases the slot and returns false without running f.
+func (c *Cache) start(f func(ctx context.Context)) bool {
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
 	if c.closed {

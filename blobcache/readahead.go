@@ -29,10 +29,12 @@ func (o *Object) noteRead(off, n int64) {
 	if !sequential || o.raEnd-last > ra/2 || o.raEnd >= lastBlock {
 		return
 	}
-	from, to := o.raEnd+1, min(last+ra, lastBlock)
-	if o.c.goBackground(context.Background(), false, func(ctx context.Context) { o.fill(ctx, from, to) }) {
-		o.raEnd = to
+	if !o.c.tryAcquire() {
+		return // busy: try again on the next read
 	}
+	to := min(last+ra, lastBlock)
+	o.startFill(o.raEnd+1, to)
+	o.raEnd = to
 }
 
 // Prefetch starts loading the blocks covering [off, off+length) (clamped to
@@ -42,19 +44,35 @@ func (o *Object) noteRead(off, n int64) {
 // cache's context. Errors are not reported: a later ReadAt fetches again.
 func (o *Object) Prefetch(ctx context.Context, off, length int64) {
 	off = max(off, 0)
-	end := min(off+max(length, 0), o.id.size)
+	end := o.id.size
+	if length < end-off { // written so that a huge length cannot overflow
+		end = off + max(length, 0)
+	}
 	if end <= off {
 		return
 	}
 	bs := o.c.opts.BlockSize
-	from, to := off/bs, (end-1)/bs
-	o.c.goBackground(ctx, true, func(ctx context.Context) { o.fill(ctx, from, to) })
+	if o.c.acquire(ctx) {
+		o.startFill(off/bs, (end-1)/bs)
+	}
 }
 
-// fill fetches the blocks from..to that are neither in memory nor being
-// fetched, as background work: failures leave nothing behind.
-func (o *Object) fill(ctx context.Context, from, to int64) {
+// startFill claims the blocks from..to that are neither in memory nor being
+// fetched and fetches them in the background, with the slot the caller
+// acquired. Claiming before returning means a reader that arrives next
+// waits for these fetches instead of issuing its own.
+func (o *Object) startFill(from, to int64) {
 	runs, _ := o.c.blocks.claim(o.id, from, to, nil)
+	if !o.c.start(func(ctx context.Context) { o.fetchRuns(ctx, runs) }) {
+		for _, r := range runs {
+			o.c.blocks.fail(o.id, r.first, r.calls, errAbandoned)
+		}
+	}
+}
+
+// fetchRuns fetches claimed runs as background work: failures leave
+// nothing behind, and waiters of failed blocks fetch them themselves.
+func (o *Object) fetchRuns(ctx context.Context, runs []run) {
 	for i, r := range runs {
 		if ctx.Err() != nil {
 			for _, r := range runs[i:] {
