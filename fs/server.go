@@ -136,7 +136,12 @@ func (s *Server) refreshLoop(ctx context.Context) {
 	defer close(s.loopDone)
 	tick := time.NewTicker(s.cfg.Refresh)
 	defer tick.Stop()
-	lastErr := make([]string, len(s.dirs))
+	lastErr := make([]string, len(s.dirs)) // last refresh error per table, logged once
+	for i, d := range s.dirs {
+		if err := d.Err(); err != nil {
+			lastErr[i] = err.Error() // logged by buildTree
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():

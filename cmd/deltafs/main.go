@@ -25,6 +25,8 @@ func init() {
 	commands = []command{
 		{"ls", "list the live files of a table version", runLs},
 		{"history", "list the versions of a table", runHistory},
+		{"mount", "mount tables as directories of snapshots", runMount},
+		{"unmount", "unmount a deltafs mount", runUnmount},
 	}
 }
 
