@@ -21,14 +21,19 @@ type encodedGroup struct {
 	chunks []byteRange     // each column chunk's bytes in data
 }
 
-// reencodeGroup decodes the row group rg (described by src in the footer), drops the rows at the
+// reencodeGroup decodes the row group rg (described by src in the footer; root is the file's
+// root column), drops the rows at the
 // sorted relative indexes in deleted, and encodes the live rows with parquet-go as the only row
 // group of an in-memory file with the source schema and the same codec per column. Columns are
 // processed in parallel, each straight from its pages to its column writer (no row assembly).
-func reencodeGroup(rg parquet.RowGroup, src *format.RowGroup, deleted []uint64) (enc *encodedGroup, err error) {
+func reencodeGroup(root *parquet.Column, rg parquet.RowGroup, src *format.RowGroup, deleted []uint64) (enc *encodedGroup, err error) {
 	defer recoverCorrupt(&err)
+	schema, err := writeSchema(root, src)
+	if err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
-	w := parquet.NewWriter(&buf, rg.Schema())
+	w := parquet.NewWriter(&buf, schema)
 	rgw := w.BeginRowGroup()
 	dst, chunks := rgw.ColumnWriters(), rg.ColumnChunks()
 	if len(dst) != len(chunks) || len(chunks) != len(src.Columns) {

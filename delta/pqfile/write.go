@@ -97,7 +97,7 @@ func (p *Plan) openFile() (f *parquet.File, err error) {
 // its footer entry at the output position, with the source's (renamed) column paths.
 func (p *Plan) writeReencoded(cw *countWriter, file *parquet.File, i, ordinal int) (format.RowGroup, error) {
 	src := &p.meta.RowGroups[i]
-	enc, err := reencodeGroup(file.RowGroups()[i], src, p.groups[i].deleted)
+	enc, err := reencodeGroup(file.Root(), file.RowGroups()[i], src, p.groups[i].deleted)
 	if err != nil {
 		return format.RowGroup{}, err
 	}
