@@ -146,10 +146,12 @@ func splitNative(b []byte) ([]dvBucket, error) {
 }
 
 // readRoaring32 decodes and validates the 32-bit Roaring bitmap at the start
-// of b and returns it with the number of bytes it occupies.
+// of b and returns it with the number of bytes it occupies. The bitmap
+// shares b's memory (FromBuffer, no copy): use it only while b is alive and
+// unchanged, to inspect it.
 func readRoaring32(b []byte) (*roaring.Bitmap, int, error) {
 	bm := roaring.New()
-	n, err := bm.ReadFrom(bytes.NewReader(b))
+	n, err := bm.FromBuffer(b)
 	if err != nil {
 		return nil, 0, err
 	}

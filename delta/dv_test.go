@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -21,75 +20,8 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/testenv"
 )
-
-// dvFixturesDir finds the shared fixtures: $DELTAFS_FIXTURES, or
-// ../shared/fixtures/delta from the repo root. It skips the test when they
-// are missing, or fails it when DELTAFS_REQUIRE_ALL=1.
-func dvFixturesDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("DELTAFS_FIXTURES")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for dir = wd; ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			if filepath.Dir(dir) == dir {
-				t.Fatalf("no go.mod above %s", wd)
-			}
-		}
-		dir = filepath.Join(dir, "..", "shared", "fixtures", "delta")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err != nil {
-		if v, _ := strconv.ParseBool(os.Getenv("DELTAFS_REQUIRE_ALL")); v {
-			t.Fatalf("fixtures missing: %v", err)
-		}
-		t.Skipf("fixtures missing (set DELTAFS_FIXTURES): %v", err)
-	}
-	return dir
-}
-
-// dvFixtureTable returns the table root of fixture name ("source/name").
-func dvFixtureTable(t *testing.T, name string) string {
-	t.Helper()
-	dir := filepath.Join(dvFixturesDir(t), filepath.FromSlash(name), "table")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("fixture %s: %v", name, err)
-	}
-	return dir
-}
-
-// dvFixtureAdds returns the add actions of the table's commit files, in
-// log order. Commits that do not parse (negative fixtures) are skipped.
-func dvFixtureAdds(t *testing.T, tableDir string) []*delta.Add {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(tableDir, "_delta_log", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(files)
-	var adds []*delta.Add
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = delta.ParseActions(data, func(a *delta.Action) error {
-			if a.Add != nil {
-				adds = append(adds, a.Add)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Logf("skip %s: %v", f, err)
-		}
-	}
-	return adds
-}
 
 // goldenDVTable is the table holding the 43-byte DV file of digest §8.4.
 const goldenDVTable = "delta-kernel-rs/golden-dv-partitioned-with-checkpoint"
@@ -167,7 +99,7 @@ func TestDVInlineBitmap(t *testing.T) {
 // readGoldenDVFile returns the 43-byte DV file of the golden table.
 func readGoldenDVFile(t *testing.T) (tableDir string, data []byte) {
 	t.Helper()
-	tableDir = dvFixtureTable(t, goldenDVTable)
+	tableDir = testenv.Fixture(t, goldenDVTable)
 	data, err := os.ReadFile(filepath.Join(tableDir, "deletion_vector_0229ec3d-5100-44e1-8e53-702d448da8da.bin"))
 	if err != nil {
 		t.Fatal(err)
@@ -548,7 +480,7 @@ func dvFixtureDescriptors(t *testing.T, tableDir string) []dvFixtureDV {
 // of every fixture table and checks its cardinality and that its row
 // indexes are within the file's row count.
 func TestLoadDeletionVectorFixtures(t *testing.T) {
-	root := dvFixturesDir(t)
+	root := testenv.Fixtures(t)
 	tables, err := filepath.Glob(filepath.Join(root, "*", "*", "table"))
 	if err != nil {
 		t.Fatal(err)
@@ -598,5 +530,27 @@ func TestLoadDeletionVectorFixtures(t *testing.T) {
 	t.Logf("loaded DVs by storage type %v; %d DV files not shipped upstream", loaded, len(missing))
 	if loaded["u"] < 80 || loaded["i"] < 6 || loaded["p"] < 1 {
 		t.Errorf("loaded %v, want at least 80 u, 6 i and 1 p", loaded)
+	}
+}
+
+// BenchmarkDecodeDVBitmap decodes a large DV: every 7th row of 20M rows
+// (about 2.9M deletions, bitmap containers) plus a 5M-row run.
+func BenchmarkDecodeDVBitmap(b *testing.B) {
+	bm := roaring64.New()
+	for i := uint64(0); i < 20_000_000; i += 7 {
+		bm.Add(i)
+	}
+	bm.AddRange(30_000_000, 35_000_000)
+	bm.RunOptimize()
+	data, err := delta.EncodeDVBitmap(bm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := delta.DecodeDVBitmap(data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

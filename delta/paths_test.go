@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 func TestResolvePath(t *testing.T) {
@@ -76,14 +78,14 @@ func TestResolvePath(t *testing.T) {
 // TestResolvePathEscapedCharsGolden resolves every add path of a table whose
 // partition directories contain '%' and '+', and checks the object exists.
 func TestResolvePathEscapedCharsGolden(t *testing.T) {
-	dir := dvFixtureTable(t, "delta-kernel-rs/golden-data-reader-escaped-chars")
+	dir := testenv.Fixture(t, "delta-kernel-rs/golden-data-reader-escaped-chars")
 	ctx := context.Background()
 	store, err := blobstore.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	adds := dvFixtureAdds(t, dir)
+	adds := pathsFixtureAdds(t, dir)
 	if len(adds) != 3 {
 		t.Fatalf("found %d add actions, want 3", len(adds))
 	}
@@ -108,8 +110,8 @@ func TestResolvePathEscapedCharsGolden(t *testing.T) {
 // path that climbs out of the table ("..//Users/...") and an escaped
 // relative one. The first must be refused clearly, the second resolved.
 func TestResolvePathAbsolutePathsGolden(t *testing.T) {
-	dir := dvFixtureTable(t, "delta-kernel-rs/golden-data-reader-absolute-paths-escaped-chars")
-	adds := dvFixtureAdds(t, dir)
+	dir := testenv.Fixture(t, "delta-kernel-rs/golden-data-reader-absolute-paths-escaped-chars")
+	adds := pathsFixtureAdds(t, dir)
 	if len(adds) != 2 {
 		t.Fatalf("found %d add actions, want 2", len(adds))
 	}
@@ -121,4 +123,32 @@ func TestResolvePathAbsolutePathsGolden(t *testing.T) {
 	if err != nil || key != "bar-bar.snappy.parquet" {
 		t.Errorf("ResolvePath(%q) = %q, %v; want bar-bar.snappy.parquet", adds[1].Path, key, err)
 	}
+}
+
+// pathsFixtureAdds returns the add actions of the table's commit files, in
+// log order. Commits that do not parse (negative fixtures) are skipped.
+func pathsFixtureAdds(t *testing.T, tableDir string) []*delta.Add {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(tableDir, "_delta_log", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(files)
+	var adds []*delta.Add
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = delta.ParseActions(data, func(a *delta.Action) error {
+			if a.Add != nil {
+				adds = append(adds, a.Add)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Logf("skip %s: %v", f, err)
+		}
+	}
+	return adds
 }
