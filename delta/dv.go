@@ -44,9 +44,8 @@ type DeletionVectorRecord struct {
 // magic followed by the 64-bit Roaring portable serialization, or the native
 // magic followed by dense 32-bit buckets. Bytes after the bitmap are
 // ignored, as by the reference readers. It never panics: anything that is
-// not a valid bitmap of row indexes (< 2^63) is an
-// error wrapping ErrCorruptDeletionVector. The result holds no reference to
-// data.
+// not a valid bitmap of row indexes (< 2^63) is an error wrapping
+// ErrCorruptDeletionVector. The result holds no reference to data.
 func DecodeDVBitmap(data []byte) (bm *roaring64.Bitmap, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -76,8 +75,8 @@ func DecodeDVBitmap(data []byte) (bm *roaring64.Bitmap, err error) {
 // 32 bits are key.
 type dvBucket struct {
 	key  uint32
-	data []byte // its standard 32-bit Roaring serialization
-	bm   *roaring.Bitmap
+	data []byte          // its standard 32-bit Roaring serialization
+	bm   *roaring.Bitmap // decoded from data without a copy, for checks only
 }
 
 // minRoaring32Size is the smallest 32-bit Roaring serialization (cookie
