@@ -1,0 +1,148 @@
+package integration
+
+// Helpers of the mount tests: mount fixture tables in-process on a
+// temporary mountpoint, copy a fixture table to scratch space, list the
+// live files the engine sees.
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/blobstore"
+	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/internal/testenv"
+)
+
+// Fixture tables used by the mount tests.
+const (
+	fixtureDV      = "delta-kernel-rs/golden-dv-partitioned-with-checkpoint"
+	fixtureCM      = "delta-kernel-rs/golden-dv-with-columnmapping"
+	fixtureEscaped = "delta-kernel-rs/golden-data-reader-escaped-chars"
+	fixtureRefused = "delta-rs/simple_table_features"
+)
+
+// mountFS mounts cfg (its Mountpoint and CacheDir default to fresh temp
+// dirs) and unmounts it when the test ends. It returns the mountpoint.
+func mountFS(t *testing.T, cfg dfs.Config) string {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	if cfg.Mountpoint == "" {
+		cfg.Mountpoint = t.TempDir()
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = t.TempDir()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	}
+	srv, err := dfs.Mount(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+	})
+	return cfg.Mountpoint
+}
+
+// testWriter sends log lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// copyTable copies a fixture table into a temp dir (never into the repo)
+// and returns the copy's root.
+func copyTable(t *testing.T, fixture string) string {
+	t.Helper()
+	src := testenv.Fixture(t, fixture)
+	dst := filepath.Join(t.TempDir(), filepath.Base(filepath.Dir(src)))
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		return copyFile(p, out)
+	})
+	if err != nil {
+		t.Fatalf("copy %s: %v", fixture, err)
+	}
+	return dst
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// latestSnapshot reads a table's newest snapshot with the engine.
+func latestSnapshot(t *testing.T, root string) *delta.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	snap, err := delta.Open(st, delta.Options{}).Latest(ctx)
+	if err != nil {
+		t.Fatalf("latest of %s: %v", root, err)
+	}
+	return snap
+}
+
+// liveFiles returns the snapshot's live files keyed by their path inside
+// the snapshot directory (Hive layout, base name).
+func liveFiles(t *testing.T, snap *delta.Snapshot) map[string]delta.LiveFile {
+	t.Helper()
+	files, err := snap.LiveFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]delta.LiveFile{}
+	for _, f := range files {
+		dir := ""
+		for _, c := range snap.Metadata().PartitionColumns {
+			dir = filepath.Join(dir, delta.HivePathSegment(c, f.PartitionValues[c]))
+		}
+		out[filepath.Join(dir, filepath.Base(f.Key))] = f
+	}
+	return out
+}
+
+// eventually retries cond every 50ms until it holds or d passes.
+func eventually(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
