@@ -222,10 +222,6 @@ func (a *Action) validate() error {
 		if a.Protocol.MinReaderVersion <= 0 || a.Protocol.MinWriterVersion <= 0 {
 			return fmt.Errorf("protocol action without minReaderVersion/minWriterVersion")
 		}
-	case a.MetaData != nil:
-		if a.MetaData.SchemaString == "" {
-			return fmt.Errorf("metaData action without schemaString")
-		}
 	}
 	return nil
 }

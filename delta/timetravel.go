@@ -1,5 +1,3 @@
-//go:build engine
-
 package delta
 
 import (
