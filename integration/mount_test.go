@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -242,5 +243,150 @@ func TestMountColumnMapping(t *testing.T) {
 				t.Errorf("%s: column %q is not a logical name of %v", p, f.Name(), logical)
 			}
 		}
+	}
+}
+
+func TestMountReadOnly(t *testing.T) {
+	mnt := mountFixtures(t, dfs.Config{})
+	snapDir := filepath.Join(mnt, "esc", "@v0")
+	file := filepath.Join(snapDir, "_2=bar+%2521")
+	ents, err := os.ReadDir(file)
+	if err != nil || len(ents) == 0 {
+		t.Fatalf("readdir %s: %v", file, err)
+	}
+	file = filepath.Join(file, ents[0].Name())
+	for _, tc := range []struct {
+		name string
+		op   func() error
+	}{
+		{"create", func() error { return os.WriteFile(filepath.Join(snapDir, "new.parquet"), []byte("x"), 0o644) }},
+		{"write", func() error { return os.WriteFile(file, []byte("x"), 0o644) }},
+		{"open rw", func() error { f, err := os.OpenFile(file, os.O_RDWR, 0); f.Close(); return err }},
+		{"unlink", func() error { return os.Remove(file) }},
+		{"rmdir", func() error { return os.Remove(filepath.Dir(file)) }},
+		{"mkdir", func() error { return os.Mkdir(filepath.Join(snapDir, "d"), 0o755) }},
+		{"mkdir in table", func() error { return os.Mkdir(filepath.Join(mnt, "esc", "@v9"), 0o755) }},
+		{"rename", func() error { return os.Rename(file, file+".old") }},
+		{"chmod", func() error { return os.Chmod(file, 0o644) }},
+		{"truncate", func() error { return os.Truncate(file, 0) }},
+		{"symlink", func() error { return os.Symlink("@v0", filepath.Join(mnt, "esc", "@mine")) }},
+	} {
+		if err := tc.op(); !errors.Is(err, syscall.EROFS) {
+			t.Errorf("%s: %v, want EROFS", tc.name, err)
+		}
+	}
+}
+
+// TestMountTimestamps sets the commit times of a copied table and resolves
+// @<timestamp> names in every accepted form; @vN's mtime is its commit time.
+func TestMountTimestamps(t *testing.T) {
+	root := copyTable(t, fixtureEscaped)
+	commits := []time.Time{
+		time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2024, 2, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC),
+	}
+	for v, ts := range commits {
+		p := filepath.Join(root, "_delta_log", fmt.Sprintf("%020d.json", v))
+		if err := os.Chtimes(p, ts, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	for name, want := range map[string]string{
+		"@2024-01-15":                "@v0",
+		"@2024-02-01T12:00:00Z":      "@v1",
+		"@2024-02-01T13:59:59+02:00": "@v0",
+		"@2024-02-01T14:00:00+02:00": "@v1",
+		"@20240301000000000":         "@v2",
+		"@2025-06-01":                "@v2",
+		"@2023-12-31":                "",
+		"@2999-01-01":                "",
+		"@yesterday":                 "",
+	} {
+		got, err := os.Readlink(filepath.Join(mnt, "t", name))
+		if want == "" {
+			if !errors.Is(err, syscall.ENOENT) {
+				t.Errorf("%s -> %q, %v; want ENOENT", name, got, err)
+			}
+		} else if err != nil || got != want {
+			t.Errorf("%s -> %q, %v; want %s", name, got, err, want)
+		}
+	}
+	for v, ts := range commits {
+		st, err := os.Stat(filepath.Join(mnt, "t", fmt.Sprintf("@v%d", v)))
+		if err != nil || !st.ModTime().Equal(ts) {
+			t.Errorf("@v%d mtime = %v, %v; want %v", v, st.ModTime(), err, ts)
+		}
+	}
+	if got := readDirNames(t, filepath.Join(mnt, "t")); slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, "@2") }) {
+		t.Errorf("timestamps must not be listed: %v", got)
+	}
+}
+
+// TestMountVacuumedFile removes a live data file from a copied table: the
+// read fails with EIO, through both read paths, and the rest is served.
+func TestMountVacuumedFile(t *testing.T) {
+	root := copyTable(t, fixtureEscaped)
+	files := liveFiles(t, latestSnapshot(t, root))
+	var gone string
+	for p, f := range files {
+		gone = p
+		if err := os.Remove(filepath.Join(root, filepath.FromSlash(f.Key))); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	for _, noPT := range []bool{false, true} {
+		mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}, NoPassthrough: noPT})
+		for p := range files {
+			_, err := os.ReadFile(filepath.Join(mnt, "t", "@latest", p))
+			if p == gone && !errors.Is(err, syscall.EIO) {
+				t.Errorf("noPassthrough=%v: read vacuumed %s: %v, want EIO", noPT, p, err)
+			}
+			if p != gone && err != nil {
+				t.Errorf("noPassthrough=%v: read %s: %v", noPT, p, err)
+			}
+		}
+	}
+}
+
+// TestMountCorruptDV damages the deletion vector file of a copied table:
+// every file with a deletion vector fails with EIO, never wrong rows.
+func TestMountCorruptDV(t *testing.T) {
+	root := copyTable(t, fixtureDV)
+	dvs, _ := filepath.Glob(filepath.Join(root, "deletion_vector_*.bin"))
+	if len(dvs) == 0 {
+		t.Fatalf("no deletion vector file in %s", root)
+	}
+	for _, p := range dvs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(data); i++ {
+			data[i] ^= 0x5a
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	failed := 0
+	for p, f := range liveFiles(t, latestSnapshot(t, root)) {
+		_, err := os.ReadFile(filepath.Join(mnt, "t", "@latest", p))
+		if f.Add.DeletionVector == nil {
+			if err != nil {
+				t.Errorf("read %s (no DV): %v", p, err)
+			}
+			continue
+		}
+		if !errors.Is(err, syscall.EIO) {
+			t.Errorf("read %s with corrupt DV: %v, want EIO", p, err)
+		}
+		failed++
+	}
+	if failed == 0 {
+		t.Error("no file with a deletion vector was tried")
 	}
 }
