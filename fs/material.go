@@ -59,7 +59,7 @@ func (m *materializer) derive(ctx context.Context, snap *delta.Snapshot, f *delt
 		return nil, err
 	}
 	key := strings.Join([]string{"deltafs-materialized/v1", t.store.String(), f.Key,
-		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping}, "\n")
+		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping}, "|")
 	df, err := m.cache.Derived(ctx, key, func(w io.Writer) error {
 		deleted, err := snap.DeletedRows(ctx, f.Add)
 		if err != nil {

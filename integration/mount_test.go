@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -388,5 +390,120 @@ func TestMountCorruptDV(t *testing.T) {
 	}
 	if failed == 0 {
 		t.Error("no file with a deletion vector was tried")
+	}
+}
+
+// TestMountLatestMoves commits (puts back) a version while mounted:
+// @latest and the listing follow within a few refresh periods.
+func TestMountLatestMoves(t *testing.T) {
+	root := copyTable(t, fixtureEscaped)
+	last := filepath.Join(root, "_delta_log", fmt.Sprintf("%020d.json", 2))
+	held := filepath.Join(t.TempDir(), "commit2.json")
+	if err := os.Rename(last, held); err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}, Refresh: 100 * time.Millisecond})
+	link := filepath.Join(mnt, "t", "@latest")
+	if got, err := os.Readlink(link); err != nil || got != "@v1" {
+		t.Fatalf("@latest -> %q, %v before the commit; want @v1", got, err)
+	}
+	if slices.Contains(readDirNames(t, filepath.Join(mnt, "t")), "@v2") {
+		t.Fatal("@v2 listed before its commit")
+	}
+	if err := os.Rename(held, last); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(5*time.Second, func() bool { got, _ := os.Readlink(link); return got == "@v2" }) {
+		t.Error("@latest did not move to @v2")
+	}
+	if !eventually(5*time.Second, func() bool { return slices.Contains(readDirNames(t, filepath.Join(mnt, "t")), "@v2") }) {
+		t.Error("@v2 not listed after its commit")
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "t", "@latest", "_2=bar+%2523")); err != nil {
+		t.Errorf("new partition through @latest: %v", err)
+	}
+}
+
+func TestMountXAttrs(t *testing.T) {
+	root := testenv.Fixture(t, fixtureDV)
+	var p string
+	var card int64
+	for path, f := range liveFiles(t, latestSnapshot(t, root)) {
+		if f.Add.DeletionVector != nil {
+			p, card = path, f.Add.DeletionVector.Cardinality
+			break
+		}
+	}
+	for _, on := range []bool{true, false} {
+		mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "dv", URL: root}}, XAttrs: on})
+		file := filepath.Join(mnt, "dv", "@latest", p)
+		buf := make([]byte, 4096)
+		n, err := syscall.Getxattr(file, "user.delta.deletedRows", buf)
+		if !on {
+			if err == nil {
+				t.Errorf("xattrs off: getxattr = %q, want an error", buf[:n])
+			}
+			continue
+		}
+		if err != nil || string(buf[:n]) != fmt.Sprint(card) {
+			t.Errorf("deletedRows = %q, %v; want %d", buf[:n], err, card)
+		}
+		n, err = syscall.Getxattr(file, "user.delta.partitionValues", buf)
+		if err != nil || !strings.HasPrefix(string(buf[:n]), `{"part":`) {
+			t.Errorf("partitionValues = %q, %v", buf[:n], err)
+		}
+		for _, attr := range []string{"user.delta.numRecords", "user.delta.stats"} {
+			if n, err = syscall.Getxattr(file, attr, buf); err != nil || n == 0 {
+				t.Errorf("%s = %q, %v", attr, buf[:n], err)
+			}
+		}
+		n, err = syscall.Listxattr(file, buf)
+		if err != nil || !strings.Contains(string(buf[:n]), "user.delta.numRecords\x00") {
+			t.Errorf("listxattr = %q, %v", buf[:n], err)
+		}
+	}
+}
+
+// TestMountSIGTERM runs `deltafs mount` as a process: it says when the
+// mount is ready, serves it, and unmounts cleanly on SIGTERM.
+func TestMountSIGTERM(t *testing.T) {
+	testenv.RequireFUSE(t)
+	bin := filepath.Join(t.TempDir(), "deltafs")
+	build := exec.Command("go", "build", "-tags", "engine", "-o", bin, "github.com/deltafs/deltafs/cmd/deltafs")
+	build.Dir = testenv.RepoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	mnt := t.TempDir()
+	cmd := exec.Command(bin, "mount", "--cache-dir", t.TempDir(), "esc="+testenv.Fixture(t, fixtureEscaped), mnt)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	lines := bufio.NewScanner(stderr)
+	ready := false
+	for !ready && lines.Scan() {
+		ready = strings.Contains(lines.Text(), "deltafs: mounted 1 tables at "+mnt)
+	}
+	if !ready {
+		t.Fatal("no ready message on stderr")
+	}
+	go io.Copy(io.Discard, stderr)
+	if got, err := os.Readlink(filepath.Join(mnt, "esc", "@latest")); err != nil || got != "@v2" {
+		t.Fatalf("@latest -> %q, %v", got, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("deltafs mount exited with %v after SIGTERM", err)
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), " "+mnt+" ") {
+		t.Errorf("%s still mounted after SIGTERM", mnt)
 	}
 }
