@@ -65,7 +65,7 @@ type Options struct {
 	// DiskBytes bounds the bytes of derived files not currently open.
 	DiskBytes int64
 	// ReadAhead is how many blocks to fetch ahead of a sequential reader;
-	// negative disables read-ahead.
+	// negative disables read-ahead. It is capped to the blocks MemoryBytes holds.
 	ReadAhead int
 }
 
@@ -90,9 +90,8 @@ func (o *Options) normalize() error {
 	case o.DiskBytes < 0:
 		return fmt.Errorf("%w: disk bytes %d < 0", ErrInvalidOptions, o.DiskBytes)
 	}
-	if o.ReadAhead < 0 {
-		o.ReadAhead = 0
-	}
+	// Read-ahead beyond what memory holds would evict itself.
+	o.ReadAhead = int(min(int64(max(o.ReadAhead, 0)), o.MemoryBytes/o.BlockSize))
 	return nil
 }
 

@@ -251,3 +251,25 @@ func TestMemoryBound(t *testing.T) {
 		t.Fatalf("blocks held sum to %d bytes, MemoryBytes says %d", sum, s.MemoryBytes)
 	}
 }
+
+func TestCancelledWaiterReturnsPromptly(t *testing.T) {
+	src := newFakeSource()
+	data := src.put("k", 4096, 6)
+	gate := make(chan struct{})
+	src.hold = func(int64) <-chan struct{} { return gate }
+	c := newCache(t, Options{BlockSize: 4096, ReadAhead: -1})
+	o := c.Object(src, "k", 4096, "v")
+	leaderDone := make(chan struct{})
+	go func() {
+		defer close(leaderDone)
+		checkRead(t, o, data, 0, 10)
+	}()
+	waitFor(t, "the leader's fetch", func() bool { return src.reads.Load() == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := o.ReadAt(ctx, make([]byte, 10), 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v, want context.Canceled", err)
+	}
+	close(gate)
+	<-leaderDone // the leader is not disturbed by its waiter leaving
+}

@@ -25,6 +25,9 @@ func (c *Cache) Derived(ctx context.Context, key string, build func(w io.Writer)
 	if d == nil {
 		return nil, ErrNoDiskDir
 	}
+	if build == nil {
+		return nil, fmt.Errorf("blobcache: derived %q: nil build function", key)
+	}
 	name := fileName(key)
 	for {
 		if err := ctx.Err(); err != nil {

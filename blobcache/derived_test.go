@@ -61,7 +61,8 @@ func dirNames(t *testing.T, dir string) []string {
 
 func TestDerivedWithoutDiskDir(t *testing.T) {
 	c := newCache(t, Options{})
-	if _, err := c.Derived(context.Background(), "k", nil); !errors.Is(err, ErrNoDiskDir) {
+	build := func(io.Writer) error { return nil }
+	if _, err := c.Derived(context.Background(), "k", build); !errors.Is(err, ErrNoDiskDir) {
 		t.Fatalf("Derived without DiskDir = %v, want ErrNoDiskDir", err)
 	}
 }

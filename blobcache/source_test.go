@@ -3,6 +3,7 @@ package blobcache
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -49,11 +50,11 @@ func (s *fakeSource) put(key string, size int, seed uint64) []byte {
 
 func randomBytes(size int, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	data := make([]byte, size)
-	for i := range data {
-		data[i] = byte(r.Uint32())
+	data := make([]byte, size+8)
+	for i := 0; i < size; i += 8 {
+		binary.LittleEndian.PutUint64(data[i:], r.Uint64())
 	}
-	return data
+	return data[:size:size]
 }
 
 func (s *fakeSource) ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
