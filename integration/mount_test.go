@@ -69,6 +69,11 @@ func TestMountTableDirs(t *testing.T) {
 			t.Errorf("%s/@latest -> %q, %v; want @v%d", name, target, err, latest)
 		}
 		checkHistory(t, filepath.Join(mnt, name, "_history.jsonl"), latest)
+		for _, missing := range []string{fmt.Sprintf("@v%d", latest+1), "@v01", "@latest2", "nosuch", "_deltafs_error.txt"} {
+			if _, err := os.Lstat(filepath.Join(mnt, name, missing)); !errors.Is(err, syscall.ENOENT) {
+				t.Errorf("stat %s/%s: %v, want ENOENT", name, missing, err)
+			}
+		}
 	}
 }
 
@@ -469,7 +474,7 @@ func TestMountXAttrs(t *testing.T) {
 func TestMountSIGTERM(t *testing.T) {
 	testenv.RequireFUSE(t)
 	bin := filepath.Join(t.TempDir(), "deltafs")
-	build := exec.Command("go", "build", "-tags", "engine", "-o", bin, "github.com/deltafs/deltafs/cmd/deltafs")
+	build := exec.Command("go", "build", "-o", bin, "github.com/deltafs/deltafs/cmd/deltafs")
 	build.Dir = testenv.RepoRoot(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
