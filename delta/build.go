@@ -58,11 +58,7 @@ func (t *Table) replayOnto(ctx context.Context, seg *LogSegment, l *logListing, 
 	if err != nil {
 		return nil, t.wrap(v, err)
 	}
-	st := base.clone()
-	for _, c := range commits {
-		st.applyBatch(c.actions)
-	}
-	return t.finish(v, st, commits[len(commits)-1])
+	return t.finish(v, replay(base, commits), commits[len(commits)-1])
 }
 
 // finish validates the reconciled state and wraps it as a Snapshot.

@@ -50,16 +50,17 @@ func readCheckpoint(ctx context.Context, s Storage, files []LogFile) (*tableStat
 	return st, nil
 }
 
-// applyCheckpointAction adds one checkpoint row to st. Rows of a
-// checkpoint describe disjoint keys, so order does not matter.
+// applyCheckpointAction adds one checkpoint row to st. The rows of a
+// checkpoint are reconciled already: each (path, dv id) key appears once,
+// as an add or a remove, so rows are appended without a lookup.
 func applyCheckpointAction(st *tableState, a *Action) {
 	switch {
 	case a.Add != nil:
-		st.live[a.Add.key()] = a.Add
+		st.files = append(st.files, a.Add)
 	case a.Remove != nil:
-		st.tombstones[a.Remove.key()] = a.Remove
+		st.tombstones = append(st.tombstones, a.Remove)
 	default:
-		st.applyBatch([]*Action{a})
+		st.applyNonFile(a)
 	}
 }
 

@@ -21,7 +21,7 @@ type LiveFile struct {
 }
 
 // LiveFiles returns the snapshot's live files with decoded keys and
-// logical partition values, in path order.
+// logical partition values, in log order.
 func (s *Snapshot) LiveFiles() ([]LiveFile, error) {
 	names, err := s.partitionNames()
 	if err != nil {

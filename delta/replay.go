@@ -9,71 +9,129 @@ import (
 )
 
 // tableState is the reconciled state of a table after replaying actions up
-// to some version. It is built once and then never modified: applying a
-// commit produces a new state (see apply), so states can be shared by
-// snapshots and caches without locks.
+// to some version. It is built once and then never modified: replaying
+// commits on top of it produces a new state (see replay), so states are
+// shared by snapshots and caches without locks.
+//
+// files and tombstones are in log order (checkpoint rows, then commit
+// lines), not sorted: keeping them as slices instead of maps lets a
+// checkpoint of 100k files load in one pass and a few commits be applied
+// by one filtering copy.
 type tableState struct {
 	protocol   *Protocol
 	metadata   *Metadata
-	live       map[string]*Add    // (path, dv id) -> newest add
-	tombstones map[string]*Remove // (path, dv id) -> newest remove
+	files      []*Add    // live: unique (path, dv id) keys
+	tombstones []*Remove // newest remove per key not re-added
 	txns       map[string]*Txn
 	domains    map[string]*DomainMetadata // live domains only
 }
 
 func newTableState() *tableState {
-	return &tableState{
-		live:       map[string]*Add{},
-		tombstones: map[string]*Remove{},
-		txns:       map[string]*Txn{},
-		domains:    map[string]*DomainMetadata{},
+	return &tableState{txns: map[string]*Txn{}, domains: map[string]*DomainMetadata{}}
+}
+
+// overlay collects the file changes of consecutive commits: per key, the
+// newest action wins. Within one commit, removes apply before adds, so
+// remove(p, dvA) + add(p, dvB) leaves (p, dvB) live whatever the order.
+type overlay struct {
+	adds    map[string]*Add    // key -> add (live after the commits)
+	removes map[string]*Remove // key -> remove (tombstone after the commits)
+	order   []string           // keys in first-touched order, for stable output
+}
+
+func newOverlay() *overlay {
+	return &overlay{adds: map[string]*Add{}, removes: map[string]*Remove{}}
+}
+
+func (o *overlay) touch(k string) {
+	if _, a := o.adds[k]; !a {
+		if _, r := o.removes[k]; !r {
+			o.order = append(o.order, k)
+		}
 	}
 }
 
-// clone returns a copy whose maps can be modified without affecting s.
-func (s *tableState) clone() *tableState {
-	return &tableState{
-		protocol:   s.protocol,
-		metadata:   s.metadata,
-		live:       maps.Clone(s.live),
-		tombstones: maps.Clone(s.tombstones),
-		txns:       maps.Clone(s.txns),
-		domains:    maps.Clone(s.domains),
-	}
-}
-
-// applyBatch applies the actions of one commit (or one checkpoint) to s,
-// which must be private to the caller. Order within a batch carries no
-// meaning: removes are applied before adds, so remove(p, dvA) + add(p, dvB)
-// leaves (p, dvB) live whatever the line order.
-func (s *tableState) applyBatch(actions []*Action) {
+// applyCommit records one commit's actions into o and st's non-file
+// fields. st must be private to the caller.
+func (o *overlay) applyCommit(st *tableState, actions []*Action) {
 	for _, a := range actions {
 		if r := a.Remove; r != nil {
 			k := r.key()
-			delete(s.live, k)
-			s.tombstones[k] = r
+			o.touch(k)
+			delete(o.adds, k)
+			o.removes[k] = r
 		}
 	}
 	for _, a := range actions {
 		switch {
 		case a.Add != nil:
 			k := a.Add.key()
-			s.live[k] = a.Add
-			delete(s.tombstones, k)
-		case a.Protocol != nil:
-			s.protocol = a.Protocol
-		case a.MetaData != nil:
-			s.metadata = a.MetaData
-		case a.Txn != nil:
-			s.txns[a.Txn.AppID] = a.Txn
-		case a.DomainMetadata != nil:
-			if a.DomainMetadata.Removed {
-				delete(s.domains, a.DomainMetadata.Domain)
-			} else {
-				s.domains[a.DomainMetadata.Domain] = a.DomainMetadata
-			}
+			o.touch(k)
+			delete(o.removes, k)
+			o.adds[k] = a.Add
+		default:
+			st.applyNonFile(a)
 		}
 	}
+}
+
+// applyNonFile applies protocol, metaData, txn and domainMetadata actions.
+func (st *tableState) applyNonFile(a *Action) {
+	switch {
+	case a.Protocol != nil:
+		st.protocol = a.Protocol
+	case a.MetaData != nil:
+		st.metadata = a.MetaData
+	case a.Txn != nil:
+		st.txns[a.Txn.AppID] = a.Txn
+	case a.DomainMetadata != nil:
+		if a.DomainMetadata.Removed {
+			delete(st.domains, a.DomainMetadata.Domain)
+		} else {
+			st.domains[a.DomainMetadata.Domain] = a.DomainMetadata
+		}
+	}
+}
+
+// replay returns the state after applying commits (in version order) to
+// base. base is not modified.
+func replay(base *tableState, commits []*commitFile) *tableState {
+	st := &tableState{
+		protocol: base.protocol, metadata: base.metadata,
+		txns: maps.Clone(base.txns), domains: maps.Clone(base.domains),
+	}
+	o := newOverlay()
+	for _, c := range commits {
+		o.applyCommit(st, c.actions)
+	}
+	st.files = make([]*Add, 0, len(base.files)+len(o.adds))
+	for _, a := range base.files {
+		if !o.touched(a.key()) {
+			st.files = append(st.files, a)
+		}
+	}
+	st.tombstones = make([]*Remove, 0, len(base.tombstones)+len(o.removes))
+	for _, r := range base.tombstones {
+		if !o.touched(r.key()) {
+			st.tombstones = append(st.tombstones, r)
+		}
+	}
+	for _, k := range o.order {
+		if a, ok := o.adds[k]; ok {
+			st.files = append(st.files, a)
+		} else if r, ok := o.removes[k]; ok {
+			st.tombstones = append(st.tombstones, r)
+		}
+	}
+	return st
+}
+
+func (o *overlay) touched(k string) bool {
+	if _, ok := o.adds[k]; ok {
+		return true
+	}
+	_, ok := o.removes[k]
+	return ok
 }
 
 // commitFile is one parsed commit.

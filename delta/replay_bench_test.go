@@ -132,7 +132,7 @@ func writeStateCheckpoint(w io.Writer, st *tableState) error {
 			SchemaString: st.metadata.SchemaString, PartitionColumns: st.metadata.PartitionColumns,
 			Configuration: strMap(st.metadata.Configuration)}},
 	}
-	for _, a := range st.live {
+	for _, a := range st.files {
 		stats := a.Stats
 		rows = append(rows, ckSparkRow{Add: &ckAdd{Path: a.Path, PartitionValues: a.PartitionValues, Size: a.Size,
 			ModificationTime: a.ModificationTime, DataChange: a.DataChange, Stats: &stats}})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -19,7 +18,7 @@ type Snapshot struct {
 	table      *Table
 	version    int64
 	state      *tableState
-	files      []*Add    // live files sorted by path
+	files      []*Add    // live files in log order
 	timestamp  time.Time // commit time of this version (ICT or commit file mtime)
 	commitInfo json.RawMessage
 
@@ -29,17 +28,7 @@ type Snapshot struct {
 }
 
 func newSnapshot(t *Table, version int64, st *tableState, commit *commitFile) *Snapshot {
-	files := make([]*Add, 0, len(st.live))
-	for _, a := range st.live {
-		files = append(files, a)
-	}
-	sort.Slice(files, func(i, j int) bool {
-		if files[i].Path != files[j].Path {
-			return files[i].Path < files[j].Path
-		}
-		return files[i].DeletionVector.UniqueID() < files[j].DeletionVector.UniqueID()
-	})
-	s := &Snapshot{table: t, version: version, state: st, files: files}
+	s := &Snapshot{table: t, version: version, state: st, files: st.files}
 	if commit != nil {
 		s.timestamp = commit.file.ModTime
 		for _, a := range commit.actions {
@@ -73,17 +62,14 @@ func (s *Snapshot) Schema() (*StructType, error) {
 	return s.schema, s.schemaErr
 }
 
-// Files returns the live data files, sorted by path. Do not modify.
+// Files returns the live data files in log order (checkpoint rows, then
+// commits). Do not modify the slice or the actions.
 func (s *Snapshot) Files() []*Add { return s.files }
 
-// Tombstones returns the remove actions still kept for this version.
+// Tombstones returns the remove actions still kept for this version, in
+// log order. Do not modify.
 func (s *Snapshot) Tombstones() []*Remove {
-	out := make([]*Remove, 0, len(s.state.tombstones))
-	for _, r := range s.state.tombstones {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
+	return s.state.tombstones
 }
 
 // Txn returns the latest transaction version recorded for an application.

@@ -97,6 +97,7 @@ func lsEntries(ctx context.Context, snap *delta.Snapshot) ([]lsEntry, error) {
 			DeletionVector: f.Add.DeletionVector.UniqueID(),
 		})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
 
