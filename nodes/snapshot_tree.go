@@ -55,6 +55,14 @@ func buildTree(snap *delta.Snapshot) (*snapshotTree, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Snapshots list files in log order, which depends on checkpoints and
+	// caches; sort so that colliding names get stable suffixes.
+	sort.Slice(files, func(i, j int) bool {
+		if files[i].Key != files[j].Key {
+			return files[i].Key < files[j].Key
+		}
+		return files[i].Add.DeletionVector.UniqueID() < files[j].Add.DeletionVector.UniqueID()
+	})
 	cols := snap.Metadata().PartitionColumns
 	t := &snapshotTree{dirs: map[string]*treeDir{"": newTreeDir()}}
 	fileDirs := make([]string, len(files))
