@@ -57,5 +57,5 @@ soak: ## run the soak tests (build tag soak) in integration/
 demo: ## run the demo (mounts sample tables)
 	$(GO) run ./cmd/deltafs demo
 
-clean: ## remove build and benchmark output (not .tools/)
-	rm -rf bin bench/out
+clean: ## remove bin/ (keeps measured bench/out/ and installed .tools/)
+	rm -rf bin
