@@ -5,7 +5,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -224,17 +223,4 @@ func deletionCases(firsts []int64, n int64, seed uint64) []deletionCase {
 		deletionCase{"one-group", one},
 		deletionCase{"all-groups", every},
 		deletionCase{"random-half", random})
-}
-
-// uniqueCodecs lists the codecs used by a file's column chunks.
-func uniqueCodecs(m *format.FileMetaData) []format.CompressionCodec {
-	var out []format.CompressionCodec
-	for _, rg := range m.RowGroups {
-		for _, c := range rg.Columns {
-			if !slices.Contains(out, c.MetaData.Codec) {
-				out = append(out, c.MetaData.Codec)
-			}
-		}
-	}
-	return out
 }

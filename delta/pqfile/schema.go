@@ -68,10 +68,13 @@ func writeSchema(root *parquet.Column, rg *format.RowGroup) (*parquet.Schema, er
 // valueEncoding picks the encoding for re-encoded values of kind from the encodings a source
 // column chunk lists: dictionary if it used one, else a delta or byte-stream-split encoding it
 // used that fits kind, else PLAIN. RLE and BIT_PACKED in the list describe levels, not values.
+// legacyDictionary is PLAIN_DICTIONARY, deprecated but still listed by parquet-mr for v1 pages.
+const legacyDictionary = format.Encoding(2)
+
 func valueEncoding(kind parquet.Kind, used []format.Encoding) encoding.Encoding {
 	has := func(e format.Encoding) bool { return slices.Contains(used, e) }
 	switch {
-	case kind != parquet.Boolean && (has(format.PlainDictionary) || has(format.RLEDictionary)):
+	case kind != parquet.Boolean && (has(legacyDictionary) || has(format.RLEDictionary)):
 		return &parquet.RLEDictionary
 	case (kind == parquet.Int32 || kind == parquet.Int64) && has(format.DeltaBinaryPacked):
 		return &parquet.DeltaBinaryPacked
