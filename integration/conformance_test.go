@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -429,149 +430,119 @@ func describeDiff(keys []rowKey, dir, expDir string, s *tableSchema) string {
 	return fmt.Sprintf("%d distinct rows differ; first ones:\n%s", len(keys), strings.Join(lines[:min(len(lines), 5)], "\n"))
 }
 
-// liveRowTables are fixtures without expected Parquet content that cover
-// what the expected ones do not. Each listed snapshot must hold the given
-// number of rows (nil: @latest with FIXTURE.json's live files and live
-// rows, footer rows minus DV cardinalities, computed independently of
-// deltafs), and every served file must hold an in-order subset of the rows
-// of the stored file of that name.
-//
-// Left out, because no reader following the protocol can serve them (the
-// mount fails their DV'd files with EIO, as it must):
-// delta/spark-table-with-dv-small and delta/spark-partitioned-table-with-dv-large
-// (DV files written with Spark's test-only "test%dv%prefix-" file name
-// prefix, which the log does not record) and
-// delta/spark-table-with-dv-special-char (a "p" DV path holding an
-// unexpanded "{{FOLDER_WITH_SPECIAL_CHAR}}" placeholder).
-var liveRowTables = []struct {
-	fixture, covers string
-	rows            map[string]int // snapshot dir -> rows
-}{
-	// Rows per version from the log: 10 rows, minus the DV cardinality.
-	{"delta-kernel-rs/cdf-table-with-dv", "inline (i) and file (u) deletion vectors, added and removed over time",
-		map[string]int{"@v0": 10, "@v1": 8, "@v2": 10, "@v3": 6, "@v4": 8, "@v5": 9, "@latest": 10}},
-	{"delta-rs/table_with_deletion_logs", "deletion vectors + checkpoints", nil},
-	{"delta-kernel-rs/with-short-dv", "deletion vector (text-only expected)", nil},
-	{"delta-kernel-rs/table-with-dv-small", "deletion vector (text-only expected)", nil},
-	{"delta-kernel-rs/v2-checkpoints-json-with-sidecars", "V2 checkpoints (JSON) with sidecars", nil},
-	{"delta-kernel-rs/v2-parquet-sidecars-struct-stats-only", "V2 checkpoint (Parquet) with sidecars", nil},
-	{"delta/kernel-kernel-pagination-v2-checkpoint-parquet", "V2 checkpoint with sidecars, commits after it", nil},
-	{"delta/kernel-kernel-pagination-multi-part-checkpoints", "multi-part checkpoint", nil},
-	{"delta-rs/delta-0.8.0-null-partition", "null partition values", nil},
-	{"delta-rs/delta-0.8.0-special-partition", "escaped partition values", nil},
-	{"delta-kernel-rs/type-widening", "type widening", nil},
+// canonRecord exercises the reader and the canonicalization on a file
+// written by parquet-go: every integer width, floats, dates, timestamps,
+// decimals, optional values, lists, maps and nested structs.
+type canonRecord struct {
+	I8  int8             `parquet:"i8"`
+	U16 uint16           `parquet:"u16"`
+	F32 float32          `parquet:"f32"`
+	NaN float64          `parquet:"nan"`
+	Day int32            `parquet:"day,date"`
+	TS  int64            `parquet:"ts,timestamp(millisecond)"`
+	Dec int64            `parquet:"dec,decimal(2:10)"`
+	S   *string          `parquet:"s,optional"`
+	L   []int32          `parquet:"l,list"`
+	M   map[string]int64 `parquet:"m"`
+	N   struct {
+		A *int32   `parquet:"a,optional"`
+		B []string `parquet:"b,list"`
+	} `parquet:"n"`
 }
 
-func TestMountLiveRows(t *testing.T) {
-	testenv.RequireFUSE(t)
-	var sources []dfs.Source
-	for i, c := range liveRowTables {
-		sources = append(sources, dfs.Source{Name: fmt.Sprint("t", i), URL: testenv.Fixture(t, c.fixture)})
+func TestReadCanonicalRows(t *testing.T) {
+	s, a := "x", int32(7)
+	in := []canonRecord{{I8: -3, U16: 65535, F32: 1.5, NaN: math.NaN(), Day: 18878, TS: 1631099471123,
+		Dec: -150, S: &s, L: []int32{1, 2}, M: map[string]int64{"b": 2, "a": 1}}, {}}
+	in[0].N.A, in[0].N.B = &a, []string{"p", "q"}
+	path := filepath.Join(t.TempDir(), "c.parquet")
+	if err := parquet.WriteFile(path, in); err != nil {
+		t.Fatal(err)
 	}
-	mnt := mountFS(t, dfs.Config{Sources: sources})
-	for i, c := range liveRowTables {
-		t.Run(c.fixture, func(t *testing.T) {
-			facts := testenv.LoadFixtureJSON(t, c.fixture)
-			want, wantFiles := c.rows, -1
-			if want == nil {
-				rows, _ := facts["live_rows_footer_minus_dv"].(float64)
-				files, _ := facts["live_files"].(float64)
-				want, wantFiles = map[string]int{"@latest": int(rows)}, int(files)
+	keys, _, err := fileKeys(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"day":"2021-09-08","dec":"-1.50","f32":f1.5,"i8":-3,"l":[1,2],"m":map["a":1,"b":2],` +
+			`"n":{"a":7,"b":["p","q"]},"nan":NaN,"s":"x","ts":"2021-09-08T11:11:11.123Z","u16":65535}`,
+		`{"day":"1970-01-01","dec":"0.00","f32":f0,"i8":0,"l":[],"m":map[],"n":{"a":null,"b":[]},` +
+			`"nan":f0,"s":null,"ts":"1970-01-01T00:00:00Z","u16":0}`,
+	}
+	if !slices.Equal(keys, want) {
+		t.Errorf("canonical rows:\n got %q\nwant %q", keys, want)
+	}
+}
+
+func TestPartitionValues(t *testing.T) {
+	la, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		raw  string
+		node parquet.Node
+		loc  *time.Location
+		want any // nil with wantErr false: null
+		fail bool
+	}{
+		{hiveNull, parquet.Int(32), nil, nil, false},
+		{"-7", parquet.Int(16), nil, int64(-7), false},
+		{"1.1", parquet.Leaf(parquet.FloatType), nil, float64(float32(1.1)), false},
+		{"true", parquet.Leaf(parquet.BooleanType), nil, true, false},
+		{"2021-09-08", parquet.Date(), nil, "2021-09-08", false},
+		{"2021-09-08 11:11:11", parquet.Timestamp(parquet.Microsecond), nil, "2021-09-08T11:11:11Z", false},
+		{"2021-09-08 11:11:11.5", parquet.Timestamp(parquet.Microsecond), la, "2021-09-08T18:11:11.5Z", false},
+		{"2021-09-08T11:11:11.000001Z", parquet.Timestamp(parquet.Microsecond), la, "2021-09-08T11:11:11.000001Z", false},
+		{"1.5", parquet.Decimal(3, 10, parquet.Int64Type), nil, "1.500", false},
+		{"-0.01", parquet.Decimal(2, 5, parquet.Int32Type), nil, "-0.01", false},
+		{"1.234", parquet.Decimal(2, 5, parquet.Int32Type), nil, nil, true},
+		{"x", parquet.Int(32), nil, nil, true},
+		{"a b", parquet.String(), nil, "a b", false},
+	} {
+		got, err := partitionValue(tc.raw, tc.node, tc.loc)
+		if (err != nil) != tc.fail || (!tc.fail && got != tc.want) {
+			t.Errorf("partitionValue(%q, %v) = %v (%T), %v; want %v (%T), error %v",
+				tc.raw, tc.node.Type(), got, got, err, tc.want, tc.want, tc.fail)
+		}
+	}
+	for in, want := range map[string]string{"bar+%22": `bar+"`, "a%2Fb%3Ac": "a/b:c", "100%": "100%",
+		"%zz": "%zz", "%2": "%2", "%F0%9F%98%88": "😈"} {
+		if got := unescapePathName(in); got != want {
+			t.Errorf("unescapePathName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestComparisonDetectsRawDVTable shows that the comparison can fail: the
+// stored files of a DV table, read without applying the DVs and including
+// removed files, do not match its expected content.
+func TestComparisonDetectsRawDVTable(t *testing.T) {
+	const name = "delta-kernel-rs/golden-dv-partitioned-with-checkpoint"
+	expDir := testenv.Expected(t, name, "latest")
+	exp, err := readExpected(expDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := testenv.Fixture(t, name)
+	tree := t.TempDir() // the table dir without _delta_log (a checkpoint is Parquet too)
+	for _, d := range readDirNames(t, raw) {
+		if strings.HasPrefix(d, "part=") {
+			if err := os.Symlink(filepath.Join(raw, d), filepath.Join(tree, d)); err != nil {
+				t.Fatal(err)
 			}
-			mapped := facts["column_mapping"] != "none"
-			for _, snap := range slices.Sorted(maps.Keys(want)) {
-				dir, err := filepath.EvalSymlinks(filepath.Join(mnt, fmt.Sprint("t", i), snap))
-				if err != nil {
-					t.Fatal(err)
-				}
-				st, err := checkLiveFiles(dir, testenv.Fixture(t, c.fixture), !mapped)
-				if err != nil {
-					t.Fatalf("%s %s: %v", c.fixture, snap, err)
-				}
-				if st.rows != want[snap] || (wantFiles >= 0 && st.files != wantFiles) {
-					t.Errorf("%s %s: %d rows in %d files, want %d rows (in %d files; -1: any)",
-						c.fixture, snap, st.rows, st.files, want[snap], wantFiles)
-				}
-				t.Logf("%s %s (%s): %d rows in %d files, %d with rows removed",
-					c.fixture, snap, c.covers, st.rows, st.files, st.filtered)
-			}
-		})
+		}
 	}
-}
-
-// liveStats counts what checkLiveFiles saw.
-type liveStats struct{ rows, files, filtered int }
-
-// checkLiveFiles reads every .parquet file under dir and, when compareRaw,
-// checks that its rows are an in-order subset of the rows of the file of
-// the same base name under tableDir (when exactly one exists).
-func checkLiveFiles(dir, tableDir string, compareRaw bool) (liveStats, error) {
-	var st liveStats
-	served, err := parquetFiles(dir)
+	got, err := walkSnapshot(tree, exp.schema, nil)
 	if err != nil {
-		return st, err
+		t.Fatal(err)
 	}
-	stored, err := parquetFiles(tableDir)
-	if err != nil {
-		return st, err
+	keys := diffKeys(got, exp.bag)
+	if len(keys) == 0 || got.n <= exp.bag.n {
+		t.Fatalf("raw files (%d rows) compare equal to expected (%d rows)", got.n, exp.bag.n)
 	}
-	byName := map[string][]string{}
-	for _, p := range stored {
-		byName[filepath.Base(p)] = append(byName[filepath.Base(p)], p)
+	msg := describeDiff(keys, tree, expDir, exp.schema)
+	if !strings.Contains(msg, "distinct rows differ") || !strings.Contains(msg, `"part":`) || !strings.Contains(msg, "expected x0") {
+		t.Errorf("difference report lacks rows and counts:\n%s", msg)
 	}
-	for _, p := range served {
-		keys, cols, err := fileKeys(p, nil)
-		if err != nil {
-			return st, err
-		}
-		st.rows, st.files = st.rows+len(keys), st.files+1
-		raw := byName[filepath.Base(p)]
-		if !compareRaw || len(raw) != 1 {
-			continue
-		}
-		rawKeys, _, err := fileKeys(raw[0], cols)
-		if err != nil {
-			return st, err
-		}
-		if !isSubsequence(keys, rawKeys) {
-			return st, fmt.Errorf("%s: rows are not an in-order subset of those of %s", p, raw[0])
-		}
-		if len(keys) < len(rawKeys) {
-			st.filtered++
-		}
-	}
-	return st, nil
-}
-
-// fileKeys returns the canonical text of every row of the Parquet file at
-// path, projected on cols (nil: all the file's columns), and the columns.
-func fileKeys(path string, cols []string) ([]string, []string, error) {
-	f, err := openParquet(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	if cols == nil {
-		cols = f.cols
-	}
-	var keys []string
-	proj := make(map[string]any, len(cols))
-	err = f.each(func(row map[string]any) {
-		for _, c := range cols {
-			proj[c] = row[c]
-		}
-		keys = append(keys, canonJSON(proj))
-	})
-	return keys, cols, err
-}
-
-// isSubsequence reports whether sub appears in seq in order.
-func isSubsequence(sub, seq []string) bool {
-	i := 0
-	for _, s := range seq {
-		if i < len(sub) && sub[i] == s {
-			i++
-		}
-	}
-	return i == len(sub)
 }
