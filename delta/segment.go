@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -35,7 +36,7 @@ func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
 		start = versionPrefix(from)
 	}
 	objs, err := s.List(ctx, LogDir, start)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotExist) { // a missing dir lists as empty, as on object stores
 		return nil, err
 	}
 	l := &logListing{from: from, commits: map[int64]LogFile{}, checkpt: map[int64][]LogFile{}, maxV: -1}

@@ -147,6 +147,9 @@ func (s *Store) String() string { return s.display }
 
 // List implements delta.Storage.
 func (s *Store) List(ctx context.Context, dir, from string) ([]delta.ObjectInfo, error) {
+	if s.local != "" {
+		return s.listLocal(dir, from)
+	}
 	full := s.prefix + dir
 	opts := &blob.ListOptions{Prefix: full, Delimiter: "/", BeforeList: startAfter(full + from)}
 	it := s.bucket.List(opts)
@@ -169,6 +172,31 @@ func (s *Store) List(ctx context.Context, dir, from string) ([]delta.ObjectInfo,
 		out = append(out, delta.ObjectInfo{Key: strings.TrimPrefix(obj.Key, s.prefix), Size: obj.Size, ModTime: obj.ModTime})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// listLocal lists a local directory without fileblob, which stats every
+// entry: names before from are skipped before any stat, so listing a long
+// _delta_log from a checkpoint costs one readdir and a stat per newer file.
+func (s *Store) listLocal(dir, from string) ([]delta.ObjectInfo, error) {
+	ents, err := os.ReadDir(filepath.Join(s.local, filepath.FromSlash(dir)))
+	if err != nil {
+		return nil, s.wrap("list", dir, err)
+	}
+	var out []delta.ObjectInfo
+	for _, e := range ents { // sorted by name
+		if e.IsDir() || e.Name() < from {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed since the readdir
+		}
+		if !fi.Mode().IsRegular() {
+			continue
+		}
+		out = append(out, delta.ObjectInfo{Key: dir + e.Name(), Size: fi.Size(), ModTime: fi.ModTime()})
+	}
 	return out, nil
 }
 
