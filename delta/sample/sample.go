@@ -6,13 +6,13 @@
 // The table, "orders", is partitioned by region and has these versions,
 // one commit each, committed one day apart starting at BaseTime:
 //
-//	v0  CREATE TABLE: protocol (reader 3, writer 7, deletionVectors) and metaData
-//	v1  append 2 files (eu, us)                     80 rows
-//	v2  append 2 files (apac, us)                  150 rows
-//	v3  append 1 file (eu)                         200 rows
-//	v4  DELETE customer = 'initech' as DVs          160 rows (each of the 5 files gets a DV; one DV file)
-//	v5  append 1 file (apac), then a checkpoint     200 rows
-//	v6  append 2 files (eu, us)                    260 rows
+//	v0  CREATE TABLE: protocol (reader 3, writer 7, deletionVectors), metaData
+//	v1  append 2 files (eu, us)                   80 rows
+//	v2  append 2 files (apac, us)                150 rows
+//	v3  append 1 file (eu)                       200 rows
+//	v4  DELETE customer = 'initech' as DVs        160 rows (a DV on each of the 5 files, one DV file)
+//	v5  append 1 file (apac), then a checkpoint   200 rows
+//	v6  append 2 files (eu, us)                  260 rows
 package sample
 
 import (
