@@ -1,0 +1,241 @@
+package writeback
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/google/uuid"
+)
+
+// txn is one Append call across its commit attempts. Its id is written as
+// commitInfo.txnId in every attempt, so that after an ambiguous failure the
+// log tells whether an attempt landed.
+type txn struct {
+	id    string
+	ups   []*uploaded
+	start time.Time
+	// base is the snapshot the latest attempt was built on.
+	base *delta.Snapshot
+	// maybeLanded is set when a put failed in a way that may have stored
+	// the commit; the uploads must then not be removed on failure.
+	maybeLanded bool
+}
+
+// Append validates and commits all files as ONE new version (a
+// multi-file atomic append) and returns that version. Files are validated
+// before anything is written: one bad file refuses the whole call
+// (ErrInvalidFile) and leaves the table unchanged. Lost races are retried
+// on the next version, re-validating when a winner changed the protocol or
+// metadata, until Options.MaxRetry (then the error wraps
+// delta.ErrConflict). A call commits at most one version: every attempt
+// carries the same txnId, and a failed put whose outcome is unknown is
+// resolved by reading the log before retrying. On failure the uploaded
+// data files are removed unless the commit may have landed.
+func (c *Committer) Append(ctx context.Context, files []File) (Result, error) {
+	if len(files) == 0 {
+		return Result{}, invalidf("no files to append")
+	}
+	snap, err := c.table.Latest(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := c.writable(snap); err != nil {
+		return Result{}, err
+	}
+	preps, err := c.prepareAll(snap, files)
+	if err != nil {
+		return Result{}, err
+	}
+	ups, err := c.uploadAll(ctx, preps)
+	if err != nil {
+		return Result{}, err
+	}
+	tx := &txn{id: uuid.NewString(), ups: ups, start: time.Now()}
+	v, err := c.commitLoop(ctx, snap, tx)
+	if err != nil {
+		if !tx.maybeLanded {
+			c.removeUploads(tx.ups)
+		}
+		return Result{}, err
+	}
+	c.maybeCheckpoint(ctx, v, tx.base.Metadata().CheckpointInterval())
+	return Result{Version: v, Added: dataKeys(tx.ups)}, nil
+}
+
+func (c *Committer) prepareAll(snap *delta.Snapshot, files []File) ([]*prepared, error) {
+	out := make([]*prepared, 0, len(files))
+	for _, f := range files {
+		p, err := c.prepare(snap, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// commitLoop puts the commit at the version after snap, rebuilding it on
+// top of the winners after each lost race.
+func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *txn) (int64, error) {
+	deadline := tx.start.Add(c.opts.MaxRetry)
+	wait := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		v := snap.Version() + 1
+		tx.base = snap
+		body, err := c.buildCommit(snap, tx, v)
+		if err != nil {
+			return -1, err
+		}
+		putErr := c.store.PutIfAbsent(ctx, delta.CommitKey(v), body)
+		if putErr == nil {
+			return v, nil
+		}
+		landed, next, err := c.resolve(ctx, v, tx, putErr)
+		if err != nil || landed >= 0 {
+			return landed, err
+		}
+		if time.Now().After(deadline) {
+			return -1, fmt.Errorf("append to %s: lost the race for every version from %d to %d over %v (%d attempts): %w",
+				c.table.Name(), v, next.Version(), c.opts.MaxRetry, attempt, delta.ErrConflict)
+		}
+		c.log.Debug("commit lost race, retrying", "version", v, "latest", next.Version(), "attempt", attempt)
+		if err := sleep(ctx, wait/2+rand.N(wait)); err != nil {
+			return -1, err
+		}
+		wait = min(2*wait, time.Second)
+		snap = next
+	}
+}
+
+// resolve handles a failed put of version v. It returns the version where
+// this txn's commit landed (>= 0), or the snapshot to retry on, or a
+// permanent error.
+func (c *Committer) resolve(ctx context.Context, v int64, tx *txn, putErr error) (int64, *delta.Snapshot, error) {
+	if !errors.Is(putErr, delta.ErrExists) {
+		_, err := c.store.Stat(ctx, delta.CommitKey(v))
+		switch {
+		case errors.Is(err, delta.ErrNotExist):
+			return -1, nil, fmt.Errorf("append to %s: write commit %d: %w", c.table.Name(), v, putErr)
+		case err != nil:
+			tx.maybeLanded = true
+			return -1, nil, fmt.Errorf("append to %s: write commit %d (outcome unknown): %w", c.table.Name(), v, putErr)
+		}
+		// The commit exists: ours (the put failed after storing) or a winner's.
+	}
+	next, err := c.table.Latest(ctx)
+	if err != nil {
+		return -1, nil, c.ambiguous(tx, fmt.Errorf("append to %s: read the log after losing version %d: %w", c.table.Name(), v, err))
+	}
+	changed := false
+	for w := v; w <= next.Version(); w++ {
+		ci, meta, err := readWinner(ctx, c.store, w)
+		if err != nil {
+			return -1, nil, c.ambiguous(tx, fmt.Errorf("append to %s: read winning commit %d: %w", c.table.Name(), w, err))
+		}
+		if ci == tx.id {
+			return w, nil, nil
+		}
+		changed = changed || meta
+	}
+	if next.Version() < v {
+		// The listing does not show the commit that exists yet: retry on the
+		// same snapshot after the backoff.
+		return -1, next, nil
+	}
+	if changed {
+		if err := c.revalidate(ctx, next, tx); err != nil {
+			return -1, nil, err
+		}
+	}
+	return -1, next, nil
+}
+
+// ambiguous marks the txn as possibly landed when an earlier put may have
+// stored its commit, and returns err.
+func (c *Committer) ambiguous(tx *txn, err error) error {
+	tx.maybeLanded = true
+	return err
+}
+
+// readWinner reads a winning commit: its commitInfo.txnId and whether it
+// changes the protocol or metadata.
+func readWinner(ctx context.Context, s delta.Storage, v int64) (txnID string, metaChange bool, err error) {
+	data, err := delta.ReadAll(ctx, s, delta.CommitKey(v))
+	if err != nil {
+		return "", false, err
+	}
+	err = delta.ParseActions(data, func(a *delta.Action) error {
+		switch {
+		case a.CommitInfo != nil:
+			var ci struct {
+				TxnID string `json:"txnId"`
+			}
+			if json.Unmarshal(a.CommitInfo, &ci) == nil {
+				txnID = ci.TxnID
+			}
+		case a.Protocol != nil, a.MetaData != nil:
+			metaChange = true
+		}
+		return nil
+	})
+	return txnID, metaChange, err
+}
+
+// revalidate re-checks the files against a snapshot whose protocol or
+// metadata changed. A file that is still valid keeps its upload when the
+// upload is still right (same physical names, partition path and stats),
+// else it is uploaded again and the old upload removed.
+func (c *Committer) revalidate(ctx context.Context, snap *delta.Snapshot, tx *txn) error {
+	if err := c.writable(snap); err != nil {
+		return fmt.Errorf("table changed while appending: %w", err)
+	}
+	for i, u := range tx.ups {
+		p, err := c.prepare(snap, u.prep.file)
+		if err != nil {
+			return fmt.Errorf("table changed at version %d while appending: %w", snap.Version(), err)
+		}
+		if p.fingerprint() == u.prep.fingerprint() {
+			continue
+		}
+		nu, err := c.upload(ctx, p)
+		if err != nil {
+			return err
+		}
+		c.removeUploads([]*uploaded{u})
+		tx.ups[i] = nu
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// maybeCheckpoint writes a checkpoint when v is a multiple of the table's
+// checkpoint interval. A failed checkpoint is logged: the append stands.
+func (c *Committer) maybeCheckpoint(ctx context.Context, v int64, every int) {
+	if v == 0 || v%int64(every) != 0 {
+		return
+	}
+	snap, err := c.table.Snapshot(ctx, v)
+	if err == nil {
+		err = delta.WriteCheckpoint(ctx, c.store, snap)
+	}
+	if err != nil {
+		c.log.Warn("checkpoint failed; the commit stands", "version", v, "err", err)
+		return
+	}
+	c.log.Debug("checkpoint written", "version", v)
+}

@@ -1,0 +1,198 @@
+package writeback
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// maxDepth bounds schema nesting so that hostile footers cannot recurse
+// without end.
+const maxDepth = 64
+
+// pqFile is an opened local Parquet file: its parquet-go view (for
+// scanning definition levels) and the schema tree of its footer.
+type pqFile struct {
+	f    *os.File
+	size int64
+	pf   *parquet.File
+	meta *format.FileMetaData
+	root *pqNode
+}
+
+// pqNode is one element of a Parquet schema, with the tree shape the
+// flattened footer encodes. Invariant: leaf >= 0 iff the node has a
+// physical type (no children); def is the maximum definition level of
+// values at this node (optional and repeated ancestors, itself included).
+type pqNode struct {
+	el       *format.SchemaElement
+	children []*pqNode
+	leaf     int
+	def      int
+}
+
+func (n *pqNode) name() string { return n.el.Name }
+
+func (n *pqNode) optional() bool {
+	return n.el.RepetitionType.Valid && n.el.RepetitionType.V == format.Optional
+}
+
+func (n *pqNode) repeated() bool {
+	return n.el.RepetitionType.Valid && n.el.RepetitionType.V == format.Repeated
+}
+
+func (n *pqNode) child(name string) *pqNode {
+	for _, c := range n.children {
+		if c.name() == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// firstLeaf returns the first leaf under n (n itself for a leaf).
+func (n *pqNode) firstLeaf() *pqNode {
+	for len(n.children) > 0 {
+		n = n.children[0]
+	}
+	return n
+}
+
+// leaves appends the leaves under n in column order.
+func (n *pqNode) leaves(out []*pqNode) []*pqNode {
+	if n.leaf >= 0 {
+		return append(out, n)
+	}
+	for _, c := range n.children {
+		out = c.leaves(out)
+	}
+	return out
+}
+
+// openParquet opens and checks a local Parquet file: magic, footer and
+// schema tree. Every defect of the file is an error wrapping
+// ErrInvalidFile; the caller must close the result.
+func openParquet(path, display string) (p *pqFile, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", display, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", display, err)
+	}
+	if err := checkMagic(f, fi.Size()); err != nil {
+		return nil, invalidf("%s: %v", display, err)
+	}
+	pf, err := openFooter(f, fi.Size())
+	if err != nil {
+		return nil, invalidf("%s: not a readable Parquet file: %v", display, err)
+	}
+	root, err := buildTree(pf.Metadata().Schema)
+	if err != nil {
+		return nil, invalidf("%s: bad Parquet schema: %v", display, err)
+	}
+	return &pqFile{f: f, size: fi.Size(), pf: pf, meta: pf.Metadata(), root: root}, nil
+}
+
+func (p *pqFile) Close() error { return p.f.Close() }
+
+// checkMagic gives the precise reason a file is not Parquet before the
+// footer parser gives a vaguer one.
+func checkMagic(r io.ReaderAt, size int64) error {
+	if size == 0 {
+		return fmt.Errorf("empty file, not Parquet")
+	}
+	if size < 12 {
+		return fmt.Errorf("%d bytes is too small for a Parquet file", size)
+	}
+	var head, tail [4]byte
+	if _, err := r.ReadAt(head[:], 0); err != nil {
+		return err
+	}
+	if _, err := r.ReadAt(tail[:], size-4); err != nil {
+		return err
+	}
+	if string(head[:]) != "PAR1" {
+		return fmt.Errorf("not a Parquet file (no PAR1 magic at the start)")
+	}
+	if string(tail[:]) != "PAR1" {
+		return fmt.Errorf("truncated or not a Parquet file (no PAR1 magic at the end)")
+	}
+	return nil
+}
+
+// openFooter parses the footer with parquet-go, turning its panics on
+// hostile input into errors.
+func openFooter(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			err = fmt.Errorf("decode footer: %v", rec)
+		}
+	}()
+	return parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+}
+
+// buildTree rebuilds the schema tree from its depth-first flattening.
+func buildTree(schema []format.SchemaElement) (*pqNode, error) {
+	if len(schema) == 0 {
+		return nil, fmt.Errorf("empty schema")
+	}
+	b := &treeBuilder{schema: schema}
+	root, err := b.node(0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if b.next != len(schema) {
+		return nil, fmt.Errorf("%d schema elements outside the tree", len(schema)-b.next)
+	}
+	return root, nil
+}
+
+type treeBuilder struct {
+	schema []format.SchemaElement
+	next   int // index of the next element to consume
+	leaves int // leaves seen so far
+}
+
+func (b *treeBuilder) node(parentDef, depth int) (*pqNode, error) {
+	if b.next >= len(b.schema) {
+		return nil, fmt.Errorf("schema ends early")
+	}
+	if depth > maxDepth {
+		return nil, fmt.Errorf("schema nested deeper than %d", maxDepth)
+	}
+	n := &pqNode{el: &b.schema[b.next], leaf: -1, def: parentDef}
+	b.next++
+	if depth > 0 && (n.optional() || n.repeated()) {
+		n.def++
+	}
+	kids := int(n.el.NumChildren.V)
+	if !n.el.NumChildren.Valid || kids == 0 {
+		if depth == 0 || !n.el.Type.Valid {
+			return nil, fmt.Errorf("element %q has neither children nor a type", n.name())
+		}
+		n.leaf = b.leaves
+		b.leaves++
+		return n, nil
+	}
+	if kids < 0 || kids > len(b.schema) {
+		return nil, fmt.Errorf("element %q claims %d children", n.name(), kids)
+	}
+	for i := 0; i < kids; i++ {
+		c, err := b.node(n.def, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		n.children = append(n.children, c)
+	}
+	return n, nil
+}

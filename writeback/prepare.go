@@ -1,0 +1,318 @@
+package writeback
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/pqfile"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// prepared is a file validated against one snapshot: everything its add
+// action needs except where it was uploaded.
+type prepared struct {
+	file       File
+	display    string
+	renames    map[string]renameTo // nil when the table has no column mapping
+	codec      string              // file name infix: "snappy", "zstd", ... or ""
+	numRecords int64
+	stats      string
+	partValues map[string]*string // physical name -> canonical value
+	dir        string             // partition directories ("a=1/b=x/"), "" when unpartitioned
+}
+
+// fingerprint identifies what an upload of p contains and where it goes:
+// two preparations with equal fingerprints can share one uploaded file.
+func (p *prepared) fingerprint() string {
+	keys := make([]string, 0, len(p.renames))
+	for k, r := range p.renames {
+		keys = append(keys, k+"="+r.name+"#"+strconv.FormatInt(r.id, 10))
+	}
+	sort.Strings(keys)
+	return p.dir + "\x01" + strings.Join(keys, "\x02") + "\x01" + p.stats
+}
+
+// prepare validates f against snap (partition values, Parquet footer,
+// schema, nulls) and computes its statistics. It writes nothing.
+func (c *Committer) prepare(snap *delta.Snapshot, f File) (*prepared, error) {
+	display := f.Name
+	if display == "" {
+		display = f.LocalPath
+	}
+	m := snap.Metadata()
+	schema, err := snap.Schema()
+	if err != nil {
+		return nil, err
+	}
+	p := &prepared{file: f, display: display}
+	partCols, err := p.setPartition(m)
+	if err != nil {
+		return nil, err
+	}
+	pq, err := openParquet(f.LocalPath, display)
+	if err != nil {
+		return nil, err
+	}
+	defer pq.Close()
+	sc := &schemaCheck{file: display, mode: m.ColumnMapping(), renames: map[string]renameTo{}}
+	if err := sc.checkTopLevel(schema, partCols, pq.root); err != nil {
+		return nil, err
+	}
+	if err := checkNoNulls(pq, sc.nonNull, display); err != nil {
+		return nil, err
+	}
+	if sc.mode != delta.ColumnMappingNone {
+		p.renames = sc.renames
+	}
+	p.codec = codecName(pq.meta)
+	p.numRecords = pq.meta.NumRows
+	p.stats = buildStats(pq.meta, sc.leaves, statsSelector(snap, schema, partCols), stringPrefix(m))
+	return p, nil
+}
+
+// setPartition checks the partition values given for the file: one per
+// partition column (names matched case-insensitively), each parsing as the
+// column's type. It stores them canonically, keyed by physical name, and
+// returns the lower-cased partition column names.
+func (p *prepared) setPartition(m *delta.Metadata) (map[string]bool, error) {
+	fields, err := m.PartitionSchema()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotWritable, err)
+	}
+	given := map[string]*string{}
+	for k, v := range p.file.PartitionValues {
+		given[strings.ToLower(k)] = v
+	}
+	cols := map[string]bool{}
+	p.partValues = map[string]*string{}
+	mode := m.ColumnMapping()
+	for _, f := range fields {
+		key := strings.ToLower(f.Name)
+		cols[key] = true
+		v, ok := given[key]
+		if !ok {
+			return nil, invalidf("%s: no value for partition column %s: put the file in inbox/%s/",
+				p.display, f.Name, partitionHint(fields))
+		}
+		canon, err := canonicalPartition(f, v)
+		if err != nil {
+			return nil, invalidf("%s: partition value %q for column %s: not a %s (%v)", p.display, *v, f.Name, f.Type, err)
+		}
+		phys := f.PhysicalName(mode)
+		p.partValues[phys] = canon
+		p.dir += delta.HivePathSegment(phys, canon) + "/"
+	}
+	for k := range given {
+		if !cols[k] {
+			return nil, invalidf("%s: %q is not a partition column of the table (partition columns: %s)",
+				p.display, k, partitionHint(fields))
+		}
+	}
+	return cols, nil
+}
+
+// canonicalPartition parses a value and serializes it back, so that the
+// log holds the canonical form ("007" -> "7"); nil and "" are null.
+func canonicalPartition(f *delta.StructField, v *string) (*string, error) {
+	parsed, err := delta.ParsePartitionValue(f.Type, v)
+	if err != nil {
+		return nil, errors.Unwrap(err)
+	}
+	if parsed == nil {
+		return nil, nil
+	}
+	return delta.FormatPartitionValue(f.Type, parsed)
+}
+
+func partitionHint(fields []*delta.StructField) string {
+	if len(fields) == 0 {
+		return "(none: the table is not partitioned)"
+	}
+	segs := make([]string, len(fields))
+	for i, f := range fields {
+		segs[i] = f.Name + "=<" + f.Type.String() + ">"
+	}
+	return strings.Join(segs, "/")
+}
+
+// codecName returns Spark's file name infix for the file's codec: that of
+// its first column chunk ("" for uncompressed or an empty file).
+func codecName(meta *format.FileMetaData) string {
+	if len(meta.RowGroups) == 0 || len(meta.RowGroups[0].Columns) == 0 {
+		return ""
+	}
+	switch meta.RowGroups[0].Columns[0].MetaData.Codec {
+	case format.Snappy:
+		return "snappy"
+	case format.Gzip:
+		return "gz"
+	case format.Zstd:
+		return "zstd"
+	case format.Lz4, format.Lz4Raw:
+		return "lz4"
+	case format.Brotli:
+		return "br"
+	case format.LZO:
+		return "lzo"
+	}
+	return ""
+}
+
+// checkNoNulls refuses nulls in optional Parquet nodes that hold
+// non-nullable values. Footer null counts of 0 prove there are none;
+// otherwise the definition levels of the node's first leaf are scanned.
+func checkNoNulls(pq *pqFile, nodes []nonNullNode, display string) error {
+	for _, nn := range nodes {
+		leaf := nn.node.firstLeaf()
+		for i, rg := range pq.pf.RowGroups() {
+			cm := &pq.meta.RowGroups[i].Columns[leaf.leaf].MetaData
+			if statsPresent(cm) && cm.Statistics.NullCount == 0 {
+				continue
+			}
+			found, err := hasDefLevel(rg.ColumnChunks()[leaf.leaf], nn.node.def-1)
+			if err != nil {
+				return invalidf("%s: read column %s: %v", display, nn.path, err)
+			}
+			if found {
+				return invalidf("%s: column %s is not nullable in the table but holds nulls", display, nn.path)
+			}
+		}
+	}
+	return nil
+}
+
+// hasDefLevel reports whether any value of the chunk has definition level
+// def exactly.
+func hasDefLevel(cc parquet.ColumnChunk, def int) (found bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decode pages: %v", r)
+		}
+	}()
+	pages := cc.Pages()
+	defer pages.Close()
+	for {
+		pg, err := pages.ReadPage()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		levels := pg.DefinitionLevels()
+		parquet.Release(pg)
+		for _, l := range levels {
+			if int(l) == def {
+				return true, nil
+			}
+		}
+	}
+}
+
+// statsSelector decides which leaves get min/max/nullCount:
+// delta.dataSkippingStatsColumns when set, else the first
+// delta.dataSkippingNumIndexedCols (default 32, -1 = all) leaves of the
+// data schema; clustering columns always.
+func statsSelector(snap *delta.Snapshot, schema *delta.StructType, partCols map[string]bool) func([]string) bool {
+	m := snap.Metadata()
+	clustering := clusteringColumns(snap, schema)
+	if list := strings.TrimSpace(m.Configuration[configStatsColumns]); list != "" {
+		var prefixes [][]string
+		for _, col := range strings.Split(list, ",") {
+			prefixes = append(prefixes, splitColumnPath(strings.TrimSpace(col)))
+		}
+		return func(p []string) bool { return hasPrefix(p, prefixes) || clustering[strings.ToLower(dotted(p))] }
+	}
+	n := defaultNumIndexed
+	if v, err := strconv.Atoi(strings.TrimSpace(m.Configuration[configNumIndexed])); err == nil {
+		n = v
+	}
+	first := map[string]bool{}
+	count := 0
+	var walk func(st *delta.StructType, path []string)
+	walk = func(st *delta.StructType, path []string) {
+		for _, f := range st.Fields {
+			fp := appendPath(path, f.Name)
+			if len(path) == 0 && partCols[strings.ToLower(f.Name)] {
+				continue
+			}
+			if inner, ok := f.Type.(*delta.StructType); ok {
+				walk(inner, fp)
+				continue
+			}
+			if n < 0 || count < n {
+				first[strings.ToLower(dotted(fp))] = true
+			}
+			count++
+		}
+	}
+	walk(schema, nil)
+	return func(p []string) bool {
+		k := strings.ToLower(dotted(p))
+		return first[k] || clustering[k]
+	}
+}
+
+// splitColumnPath splits "a.b" or "`a.b`.c" into its parts, lower-cased.
+func splitColumnPath(s string) []string {
+	var parts []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range s {
+		switch {
+		case r == '`':
+			quoted = !quoted
+		case r == '.' && !quoted:
+			parts = append(parts, strings.ToLower(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	return append(parts, strings.ToLower(cur.String()))
+}
+
+func hasPrefix(p []string, prefixes [][]string) bool {
+	for _, pre := range prefixes {
+		if len(pre) <= len(p) {
+			ok := true
+			for i := range pre {
+				ok = ok && strings.EqualFold(pre[i], p[i])
+			}
+			if ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func stringPrefix(m *delta.Metadata) int {
+	if v, err := strconv.Atoi(strings.TrimSpace(m.Configuration[configStringPrefix])); err == nil && v > 0 {
+		return v
+	}
+	return defaultStringPrefix
+}
+
+// rename returns the footer rewrite for column mapping, nil without it.
+func (p *prepared) rename() *pqfile.Rename {
+	if p.renames == nil {
+		return nil
+	}
+	return &pqfile.Rename{
+		Name: func(path []string) (string, bool) {
+			r, ok := p.renames[pathKey(path)]
+			return r.name, ok
+		},
+		FieldID: func(path []string) (int32, bool) {
+			r, ok := p.renames[pathKey(path)]
+			return int32(r.id), ok && r.hasID
+		},
+	}
+}

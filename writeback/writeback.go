@@ -1,0 +1,169 @@
+// Package writeback appends user-supplied Parquet files to Delta tables as
+// blind appends: it validates each file against the table (schema, types,
+// nulls, partition values), rewrites the footer to physical names under
+// column mapping, uploads the data files under fresh unique names and
+// commits them all as one new version with put-if-absent, retrying on lost
+// races until Options.MaxRetry.
+//
+// What a commit holds (digest sections 13 and 14):
+//   - commitInfo, always the first line: timestamp, operation WRITE,
+//     operationParameters {mode: Append, partitionBy}, readVersion,
+//     isolationLevel Serializable, isBlindAppend true, engineInfo, a txnId
+//     unique per Append call, operationMetrics (numFiles, numOutputRows,
+//     numOutputBytes, as strings like Spark), inCommitTimestamp when
+//     in-commit timestamps are enabled, and "deltafs.sourceFiles": the
+//     names the user gave the files, in commit order.
+//   - a delta.rowTracking domainMetadata when row tracking is supported and
+//     the high-water mark moves.
+//   - one add per file: URL-encoded path, partitionValues keyed by physical
+//     name, size, modificationTime, dataChange, stats from the footer,
+//     baseRowId and defaultRowCommitVersion under row tracking.
+//
+// Files whose partition columns are present in the Parquet data are
+// refused: the value comes from File.PartitionValues only. Data files are
+// named <partition dirs>/part-00000-<uuid>-c000.<codec>.parquet; the
+// partition dirs are Hive segments named by the physical column name.
+//
+// The package knows nothing of FUSE: callers map ErrInvalidFile,
+// ErrNotWritable and delta.ErrConflict to their own error vocabulary.
+package writeback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/deltafs/deltafs/delta"
+)
+
+var (
+	// ErrInvalidFile reports a file that cannot be appended as it is: not
+	// Parquet, a schema or type mismatch, nulls in a non-nullable column, a
+	// missing or unparsable partition value. The wrapping error says which
+	// file, column and expectation.
+	ErrInvalidFile = errors.New("invalid file for append")
+	// ErrNotWritable reports a table this package cannot append to; it
+	// wraps the reason (usually a *delta.UnsupportedFeatureError).
+	ErrNotWritable = errors.New("table is not writable")
+)
+
+// defaultMaxRetry bounds the time spent losing commit races.
+const defaultMaxRetry = 30 * time.Second
+
+// Options tunes a Committer. Zero values take the defaults.
+type Options struct {
+	// EngineInfo is written as commitInfo.engineInfo, e.g. "deltafs/0.1.0".
+	EngineInfo string
+	// MaxRetry bounds the time one Append spends retrying lost races
+	// (default 30s); past it the error wraps delta.ErrConflict.
+	MaxRetry time.Duration
+	// Logger receives checkpoint failures and retries (default slog.Default()).
+	Logger *slog.Logger
+	// Progress, when set, is called as data files upload with the user's
+	// file name, the bytes sent so far and the total (-1 if unknown).
+	Progress func(name string, done, total int64)
+}
+
+// Committer appends files to one table. It is safe for concurrent use:
+// concurrent Appends race on put-if-absent like separate processes and
+// each lands in its own version.
+type Committer struct {
+	table *delta.Table
+	store delta.Storage
+	opts  Options
+	log   *slog.Logger
+}
+
+// New returns a Committer for table. It does no I/O.
+func New(table *delta.Table, opts Options) *Committer {
+	if opts.MaxRetry <= 0 {
+		opts.MaxRetry = defaultMaxRetry
+	}
+	if opts.EngineInfo == "" {
+		opts.EngineInfo = "deltafs"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Committer{table: table, store: table.Storage(), opts: opts, log: log.With("table", table.Name())}
+}
+
+// File is one Parquet file to append: a local file (staged by the
+// caller), the name the user gave it, and the partition values (logical
+// column name -> value, nil = null) taken from inbox/<col>=<v>/ dirs.
+type File struct {
+	LocalPath       string
+	Name            string
+	PartitionValues map[string]*string
+}
+
+// Result is a successful Append: the new version and the storage keys of
+// the data files it added, in the order of the files given.
+type Result struct {
+	Version int64
+	Added   []string
+}
+
+// Validate checks a file against the latest snapshot without writing
+// anything: nil means Append would accept it against that snapshot.
+// Errors wrap ErrInvalidFile, ErrNotWritable or a storage error.
+func (c *Committer) Validate(ctx context.Context, f File) error {
+	snap, err := c.table.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.writable(snap); err != nil {
+		return err
+	}
+	_, err = c.prepare(snap, f)
+	return err
+}
+
+// Writable reports why the table cannot be appended to (nil = writable):
+// delta.CheckWritable on the latest snapshot plus anything this package
+// does not implement. The error wraps ErrNotWritable, or is a storage or
+// log error when the latest snapshot cannot be read.
+func (c *Committer) Writable(ctx context.Context) error {
+	snap, err := c.table.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	return c.writable(snap)
+}
+
+func (c *Committer) writable(snap *delta.Snapshot) error {
+	p, m := snap.Protocol(), snap.Metadata()
+	if err := delta.CheckWritable(snap.Table(), snap.Version(), p, m); err != nil {
+		var ufe *delta.UnsupportedFeatureError
+		if errors.As(err, &ufe) {
+			return fmt.Errorf("%w: %w", ErrNotWritable, err)
+		}
+		return err
+	}
+	if rowTrackingActive(snap) && !p.HasWriterFeature("domainMetadata") {
+		return fmt.Errorf("%w: table %s version %d: rowTracking without the domainMetadata feature",
+			ErrNotWritable, snap.Table(), snap.Version())
+	}
+	if _, err := m.PartitionSchema(); err != nil {
+		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
+	}
+	return nil
+}
+
+// PartitionColumns returns the logical partition columns of the latest
+// snapshot, in partitioning order, with their types.
+func (c *Committer) PartitionColumns(ctx context.Context) ([]*delta.StructField, error) {
+	snap, err := c.table.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Metadata().PartitionSchema()
+}
+
+// invalidf builds an error wrapping ErrInvalidFile.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidFile, fmt.Sprintf(format, args...))
+}
