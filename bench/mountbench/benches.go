@@ -1,0 +1,202 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// seqTargets are the targets (ratio to native throughput) and its
+// loopback figures, per config and figure.
+var seqTargets = map[config][nSeqFigures]target{
+	deltaPT:   {atLeast(0.9), atLeast(0.9), atLeast(0.9), atLeast(0.9)},
+	deltaUser: {atLeast(0.8), atLeast(0.37), atLeast(0.18), atLeast(0.37)},
+}
+
+var seqBars = map[config][nSeqFigures]string{
+	deltaPT:   {"0.91-1.0 (passthrough)", "0.91-1.0 (passthrough)", "0.91-1.0 (passthrough)", "0.91-1.0 (passthrough)"},
+	deltaUser: {"0.8", "0.09-0.37", "0.11-0.18", "0.09-0.37"},
+}
+
+// benchSeq reads a large non-DV file sequentially through every config;
+// configs alternate within each trial so that drift hits them alike.
+func benchSeq(o options) ([]section, error) {
+	root, done := generated(o, fmt.Sprintf("seq-%dM", o.seqBytes>>20))
+	name := "part-00000-6a1b9f3e-0c1d-4f6e-9a7b-2c3d4e5f6a7b-c000.snappy.parquet"
+	if !done {
+		var err error
+		if name, err = writeRandomTable(root, o.seqBytes); err != nil {
+			return nil, err
+		}
+	}
+	configs := []config{native, deltaPT, deltaUser, loopback, loopbackTuned}
+	got := map[config]*[nSeqFigures][]time.Duration{}
+	for _, c := range configs {
+		got[c] = new([nSeqFigures][]time.Duration)
+	}
+	for range o.trials {
+		for _, c := range configs {
+			d, err := seqTrial(c, o.work, root, name, o.seqBytes)
+			if err != nil {
+				return nil, err
+			}
+			for f := range nSeqFigures {
+				got[c][f] = append(got[c][f], d[f])
+			}
+		}
+	}
+	var sections []section
+	for f := range nSeqFigures {
+		s := section{title: fmt.Sprintf("sequential read of a %d MiB file, %s", o.seqBytes>>20, seqFigureNames[f]),
+			ratio: "throughput / native throughput (higher is better)"}
+		base := median(got[native][f])
+		for _, c := range configs {
+			m := median(got[c][f])
+			s.rows = append(s.rows, row{figure: "seq read", cfg: string(c), value: throughput(o.seqBytes, m),
+				ratio: base.Seconds() / m.Seconds(), target: seqTargets[c][f], bar: seqBars[c][f]})
+		}
+		sections = append(sections, s)
+	}
+	return sections, nil
+}
+
+// benchDV times the first read of the DV table's file at v0 (no DV, the
+// baseline), v1 (deletes in 1 of 8 row groups) and v2 (in all 8), with
+// the backing file cached and cold.
+func benchDV(o options) ([]section, error) {
+	root, _ := generated(o, fmt.Sprintf("dv-%dM", o.dvBytes>>20))
+	os.RemoveAll(root) // the DV file's name is random: always regenerate
+	t, err := writeDVTable(root, o.dvBytes)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("mountbench: DV'd file %.1f MiB, %d rows in %d row groups; deletes %d (v1), %d (v2)\n",
+		float64(t.size)/(1<<20), t.rows, t.rowGroups, t.deleted[1], t.deleted[2])
+	var sections []section
+	for _, cached := range []bool{true, false} {
+		s, err := dvSection(o, t, cached)
+		if err != nil {
+			return nil, err
+		}
+		sections = append(sections, s)
+	}
+	return sections, nil
+}
+
+func dvSection(o options, t *dvTable, cached bool) (section, error) {
+	state := "cold"
+	if cached {
+		state = "backing file cached"
+	}
+	var got, stats [3][]time.Duration
+	var nat []time.Duration
+	for range o.trials {
+		backing := filepath.Join(t.root, t.name)
+		if cached {
+			_, err := readFile(backing, t.size)
+			if err != nil {
+				return section{}, err
+			}
+		} else {
+			dropCaches()
+		}
+		d, err := readFile(backing, t.size)
+		if err != nil {
+			return section{}, err
+		}
+		nat = append(nat, d)
+		for v := range int64(3) {
+			d, err := dvFirstRead(t, o.work, v, cached)
+			if err != nil {
+				return section{}, fmt.Errorf("v%d: %w", v, err)
+			}
+			got[v], stats[v] = append(got[v], d[0]+d[1]), append(stats[v], d[0])
+		}
+	}
+	s := section{title: fmt.Sprintf("first read of a %.0f MiB Parquet file through deltafs (passthrough), %s", float64(t.size)/(1<<20), state),
+		ratio: "time of stat + open/read/close / the same for the plain (no DV) file through the mount (lower is better)"}
+	base := median(got[0])
+	s.rows = append(s.rows, row{figure: "native read", cfg: "native", value: throughput(t.size, median(nat)), ratio: median(nat).Seconds() / base.Seconds()})
+	names := []string{"plain (@v0, no DV)", "DV, deletes in 1 of 8 row groups", "DV, deletes in 8 of 8 row groups"}
+	targets := []target{noTarget, atMost(1.5), atMost(3)}
+	for v := range 3 {
+		m := median(got[v])
+		value := fmt.Sprintf("%s (stat %s)", round(m), round(median(stats[v])))
+		s.rows = append(s.rows, row{figure: names[v], cfg: string(deltaPT), value: value, ratio: m.Seconds() / base.Seconds(), target: targets[v]})
+	}
+	return s, nil
+}
+
+// benchLs lists a snapshot of o.files files, warm and cold.
+func benchLs(o options) ([]section, error) {
+	root, done := generated(o, fmt.Sprintf("many-%d", o.files))
+	if !done {
+		if _, err := writeManyTable(root, o.files); err != nil {
+			return nil, err
+		}
+	}
+	configs := []config{native, deltaPT, loopback, loopbackTuned}
+	warm := section{title: fmt.Sprintf("ls -l of %d files, warm (median of %d runs after one)", o.files, o.lsRuns),
+		ratio: "time / native time (lower is better)"}
+	cold := section{title: fmt.Sprintf("ls -l of %d files, cold (fresh mount, caches dropped; median of %d)", o.files, o.trials),
+		ratio: "time / native time (lower is better)"}
+	var warmBase, coldBase time.Duration
+	for _, c := range configs {
+		ds, err := lsWarm(c, o.work, root, o.files, o.lsRuns)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c, err)
+		}
+		var cds []time.Duration
+		for range o.trials {
+			d, err := lsCold(c, o.work, root, o.files)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c, err)
+			}
+			cds = append(cds, d)
+		}
+		w, k := median(ds), median(cds)
+		if c == native {
+			warmBase, coldBase = w, k
+		}
+		wr := row{figure: "ls -l", cfg: string(c), value: round(w), ratio: w.Seconds() / warmBase.Seconds()}
+		cr := row{figure: "ls -l", cfg: string(c), value: round(k), ratio: k.Seconds() / coldBase.Seconds()}
+		if c == deltaPT {
+			wr.target, wr.bar = atMost(1.0), "0.78 (xattrs off, CACHE_DIR); 13 (xattrs on)"
+			cr.target, cr.bar = atMost(1.5), "1.3"
+		}
+		warm.rows, cold.rows = append(warm.rows, wr), append(cold.rows, cr)
+	}
+	return []section{warm, cold}, nil
+}
+
+// benchOpen times open + read 1 byte + close of a small file, warm.
+func benchOpen(o options) ([]section, error) {
+	root, done := generated(o, fmt.Sprintf("many-%d", o.files))
+	name := fmt.Sprintf("part-%05d-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-c000.snappy.parquet", 0)
+	if !done {
+		var err error
+		if name, err = writeManyTable(root, o.files); err != nil {
+			return nil, err
+		}
+	}
+	s := section{title: fmt.Sprintf("open + read 1 byte + close of a small file, warm (p50 of %d)", o.opens),
+		ratio: "p50 / native p50 (lower is better)"}
+	var base time.Duration
+	for _, c := range []config{native, deltaPT, deltaUser, loopback, loopbackTuned} {
+		ds, err := openReadClose(c, o.work, root, name, o.opens)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c, err)
+		}
+		p50 := median(ds)
+		if c == native {
+			base = p50
+		}
+		r := row{figure: "open+read+close", cfg: string(c), value: fmt.Sprintf("%s (p90 %s)", round(p50), round(quantile(ds, 0.9))), ratio: p50.Seconds() / base.Seconds()}
+		if c == deltaPT || c == deltaUser {
+			r.target, r.bar = atMost(13), "13-18"
+		}
+		s.rows = append(s.rows, r)
+	}
+	return []section{s}, nil
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// readFile reads the file at p sequentially with 1 MiB reads, as `cat` or
+// `dd bs=1M` would, and returns how long open-to-close took. want >= 0 is
+// the size the file must have.
+func readFile(p string, want int64) (time.Duration, error) {
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for {
+		k, err := f.Read(buf)
+		n += int64(k)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			f.Close()
+			return 0, fmt.Errorf("read %s: %w", p, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return 0, err
+	}
+	d := time.Since(start)
+	if want >= 0 && n != want {
+		return 0, fmt.Errorf("read %s: %d bytes, want %d", p, n, want)
+	}
+	return d, nil
+}
+
+// Sequential read figures, in the order seqTrial returns them.
+const (
+	coldFirst = iota
+	coldSecond
+	cachedFirst
+	cachedSecond
+	nSeqFigures
+)
+
+var seqFigureNames = [nSeqFigures]string{"cold, 1st read", "cold, 2nd read", "backing cached, 1st read", "backing cached, 2nd read"}
+
+// seqTrial measures the four sequential read figures of one config: a
+// fresh mount after dropping every cache, read twice; then a fresh mount
+// with the backing file in the page cache, read twice.
+func seqTrial(cfg config, work, root, name string, size int64) ([nSeqFigures]time.Duration, error) {
+	var d [nSeqFigures]time.Duration
+	backing := filepath.Join(root, name)
+	for _, cached := range []bool{false, true} {
+		m, err := mountConfig(cfg, work, root, filepath.Join(work, "cache-seq"))
+		if err != nil {
+			return d, err
+		}
+		first := coldFirst
+		if cached {
+			first = cachedFirst
+			_, err = readFile(backing, size)
+		} else {
+			dropCaches(backing)
+		}
+		p := filepath.Join(m.dir(0), name)
+		for i := 0; i < 2 && err == nil; i++ {
+			d[first+i], err = readFile(p, size)
+		}
+		if uerr := m.unmount(); err == nil {
+			err = uerr
+		}
+		if err != nil {
+			return d, fmt.Errorf("%s: %w", cfg, err)
+		}
+	}
+	return d, nil
+}
+
+// dvFirstRead times the first stat and read of the file of the DV table at
+// version v through a fresh deltafs mount with an empty disk cache (the
+// lookup materializes a DV'd file), the backing file cached or not. It
+// checks the served file holds the live rows.
+func dvFirstRead(t *dvTable, work string, v int64, cached bool) (statRead [2]time.Duration, err error) {
+	cacheDir, err := os.MkdirTemp(work, "cache-dv-")
+	if err != nil {
+		return statRead, err
+	}
+	defer os.RemoveAll(cacheDir)
+	m, err := mountConfig(deltaPT, work, t.root, cacheDir)
+	if err != nil {
+		return statRead, err
+	}
+	backing := filepath.Join(t.root, t.name)
+	if cached {
+		_, err = readFile(backing, t.size)
+	} else {
+		dropCaches(backing)
+	}
+	var stat, read time.Duration
+	p := filepath.Join(m.dir(v), t.name)
+	if err == nil {
+		start := time.Now()
+		_, err = os.Stat(p) // the lookup materializes a DV'd file
+		stat = time.Since(start)
+	}
+	if err == nil {
+		read, err = readFile(p, -1)
+	}
+	if err == nil {
+		err = checkRows(p, t.rows-t.deleted[v])
+	}
+	if uerr := m.unmount(); err == nil {
+		err = uerr
+	}
+	return [2]time.Duration{stat, read}, err
+}
+
+// lsOnce runs `ls -l dir` and checks it listed at least n entries.
+func lsOnce(dir string, n int) (time.Duration, error) {
+	var out bytes.Buffer
+	cmd := exec.Command("ls", "-l", dir)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Stdout = &out
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("ls -l %s: %w", dir, err)
+	}
+	if lines := bytes.Count(out.Bytes(), []byte("\n")); lines < n {
+		return 0, fmt.Errorf("ls -l %s: %d lines, want > %d", dir, lines, n)
+	}
+	return d, nil
+}
+
+// lsWarm mounts cfg, lists once, then times runs listings.
+func lsWarm(cfg config, work, root string, n, runs int) ([]time.Duration, error) {
+	m, err := mountConfig(cfg, work, root, filepath.Join(work, "cache-ls"))
+	if err != nil {
+		return nil, err
+	}
+	defer m.unmount()
+	var ds []time.Duration
+	for i := 0; i <= runs; i++ {
+		d, err := lsOnce(m.dir(0), n)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			ds = append(ds, d)
+		}
+	}
+	return ds, nil
+}
+
+// lsCold mounts cfg afresh, drops every cache and times one listing.
+func lsCold(cfg config, work, root string, n int) (time.Duration, error) {
+	m, err := mountConfig(cfg, work, root, filepath.Join(work, "cache-ls"))
+	if err != nil {
+		return 0, err
+	}
+	defer m.unmount()
+	dropCaches()
+	return lsOnce(m.dir(0), n)
+}
+
+// openReadClose times n rounds of open + read 1 byte + close of the file
+// name in cfg's view of root, after as many warm-up rounds.
+func openReadClose(cfg config, work, root, name string, n int) ([]time.Duration, error) {
+	m, err := mountConfig(cfg, work, root, filepath.Join(work, "cache-open"))
+	if err != nil {
+		return nil, err
+	}
+	defer m.unmount()
+	p := filepath.Join(m.dir(0), name)
+	var b [1]byte
+	ds := make([]time.Duration, 0, n)
+	for i := range 2 * n {
+		start := time.Now()
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		_, err = f.Read(b[:])
+		f.Close()
+		d := time.Since(start)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", p, err)
+		}
+		if i >= n {
+			ds = append(ds, d)
+		}
+	}
+	return ds, nil
+}
+
+// quantile returns the q-quantile (0..1) of ds by nearest rank.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func median(ds []time.Duration) time.Duration { return quantile(ds, 0.5) }
+
+// checkRows checks the Parquet file at p holds want rows (from its footer).
+func checkRows(p string, want int64) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	pf, err := parquet.OpenFile(f, fi.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return fmt.Errorf("open %s as parquet: %w", p, err)
+	}
+	if got := pf.NumRows(); got != want {
+		return fmt.Errorf("%s: %d rows, want %d", p, got, want)
+	}
+	return nil
+}
