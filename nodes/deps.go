@@ -11,6 +11,7 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"time"
@@ -108,4 +109,44 @@ func NewEnv(data DataSource, mat Materializer, opts Options) *Env {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Env{Data: data, Material: mat, Opts: opts, log: log}
+}
+
+// Errors a Writer returns, so that the inbox can choose the errno (see
+// errno.go) without knowing the committer's own error values.
+var (
+	// ErrInvalidFile: the staged file is not a Parquet file the table
+	// accepts (bad magic or footer, wrong column or type, nulls in a
+	// non-nullable column, wrong partition). close() fails with EINVAL.
+	ErrInvalidFile = errors.New("invalid file for this table")
+	// ErrNotWritable: deltafs cannot write this table (unsupported writer
+	// feature, appendOnly rules, ...). Writes fail with EROFS.
+	ErrNotWritable = errors.New("table not writable by deltafs")
+)
+
+// StagedFile is a complete local file the inbox asks a Writer to append.
+type StagedFile struct {
+	// LocalPath is the staged file on local disk; the Writer only reads it.
+	LocalPath string
+	// Name is the name the user gave the file (recorded in commitInfo).
+	Name string
+	// PartitionValues maps each partition column (logical name) to its
+	// serialized value, nil for null; empty for unpartitioned tables.
+	PartitionValues map[string]*string
+}
+
+// Writer appends files to one table; fs wires writeback.Committer into
+// it. Implementations must be safe for concurrent use.
+type Writer interface {
+	// Writable returns nil when files can be appended, else why not (an
+	// error wrapping ErrNotWritable, or a storage error).
+	Writable(ctx context.Context) error
+	// PartitionColumns returns the partition columns in order, with their
+	// logical names and types.
+	PartitionColumns(ctx context.Context) ([]*delta.StructField, error)
+	// Append validates f and commits it as one new version of the table,
+	// returning that version once its commit exists. A refused file is an
+	// error wrapping ErrInvalidFile, an unwritable table one wrapping
+	// ErrNotWritable; anything else is storage trouble. The inbox calls it
+	// at most once per staged file.
+	Append(ctx context.Context, f StagedFile) (version int64, err error)
 }

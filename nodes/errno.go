@@ -75,3 +75,43 @@ func cancelled(err error) bool {
 func (e *Env) logFailure(op string, err error, attrs []any) {
 	e.log.Error("deltafs: "+op+" failed", append(attrs, "err", err.Error())...)
 }
+
+// inboxErrno maps the outcome of an inbox operation (create, mkdir, the
+// commit of a staged file) and logs refusals: a file or name the table
+// does not accept is EINVAL, a table deltafs cannot write EROFS, an
+// interrupted request EINTR, and anything else (storage trouble, a commit
+// conflict not resolved in the committer's time) EIO. A conflict is EIO,
+// not EAGAIN: programs do not retry close().
+func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrInvalidFile):
+		e.log.Warn("deltafs: inbox "+op+" refused", append(attrs, "err", err.Error())...)
+		return syscall.EINVAL
+	case errors.Is(err, ErrNotWritable):
+		e.log.Warn("deltafs: inbox "+op+" refused", append(attrs, "err", err.Error())...)
+		return syscall.EROFS
+	case cancelled(err):
+		return syscall.EINTR
+	default:
+		e.logFailure("inbox "+op, err, attrs)
+		return syscall.EIO
+	}
+}
+
+// errnoName is the symbolic name of the errnos the inbox returns, for
+// _status.jsonl.
+func errnoName(errno syscall.Errno) string {
+	switch errno {
+	case syscall.EINVAL:
+		return "EINVAL"
+	case syscall.EROFS:
+		return "EROFS"
+	case syscall.EIO:
+		return "EIO"
+	case syscall.EINTR:
+		return "EINTR"
+	}
+	return errno.Error()
+}

@@ -26,7 +26,8 @@ const (
 )
 
 // TableDir is MOUNTPOINT/<table>. It lists @latest, one @vN per
-// reconstructable version and _history.jsonl; @<timestamp> names resolve
+// reconstructable version, _history.jsonl and, when EnableInbox was
+// called (a writable mount), inbox/ (see InboxDir); @<timestamp> names resolve
 // on lookup only. A table whose latest version cannot be read (unknown
 // reader feature, corrupt log) is "refused": its directory holds only
 // _deltafs_error.txt, and its @ names fail with EOPNOTSUPP (unsupported
@@ -41,6 +42,8 @@ type TableDir struct {
 	env   *Env
 	name  string
 	table Table
+
+	inbox *inbox // set by EnableInbox before mounting; nil: no inbox/
 
 	mu      sync.Mutex
 	latest  *delta.Snapshot // guarded by mu: newest snapshot seen, nil until read
@@ -133,8 +136,8 @@ func snapTime(s *delta.Snapshot) time.Time {
 	return s.Timestamp()
 }
 
-// Lookup resolves @latest, @vN, @<timestamp>, _history.jsonl and, for a
-// refused table, _deltafs_error.txt.
+// Lookup resolves @latest, @vN, @<timestamp>, _history.jsonl, inbox and,
+// for a refused table, _deltafs_error.txt.
 func (d *TableDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	latest, err := d.current(ctx)
 	if err != nil && latest == nil {
@@ -154,6 +157,8 @@ func (d *TableDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return d.latestChild(ctx, latest, out)
 	case name == HistoryName:
 		return d.historyChild(ctx, out)
+	case name == InboxName && d.inbox != nil:
+		return d.inboxChild(ctx, out), 0
 	case strings.HasPrefix(name, "@"):
 		return d.specChild(ctx, name, out)
 	}
@@ -212,6 +217,9 @@ func (d *TableDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHand
 		list = append(list, fuse.DirEntry{Name: versionName(v.Version), Mode: syscall.S_IFDIR, Ino: stableIno(kindSnapDir, d.name, v.Version, "")})
 	}
 	list = append(list, fuse.DirEntry{Name: HistoryName, Mode: syscall.S_IFREG, Ino: stableIno(kindHistory, d.name, 0, "")})
+	if d.inbox != nil {
+		list = append(list, fuse.DirEntry{Name: InboxName, Mode: syscall.S_IFDIR, Ino: stableIno(kindInbox, d.name, 0, "/")})
+	}
 	return fs.NewListDirStream(list), fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 

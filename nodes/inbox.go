@@ -1,0 +1,231 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/delta"
+)
+
+// Names in an inbox directory.
+const (
+	// InboxName is the inbox directory in a table directory.
+	InboxName = "inbox"
+	// InboxStatusName is the inbox's log of outcomes: one JSON object per
+	// commit or refusal, oldest first (see StatusEvent).
+	InboxStatusName = "_status.jsonl"
+	// maxInboxName bounds the length of a staged file's name, in bytes.
+	maxInboxName = 200
+)
+
+// kindInbox is the stable-inode kind of the inbox's directories and
+// info files (staged files get go-fuse's automatic numbers).
+const kindInbox = "inbox"
+
+// inboxTimeout is the kernel timeout of staged files' entries and
+// attributes: as short as go-fuse allows (zero means "the mount default"),
+// so that ls shows the size being written and a committed file vanishes.
+const inboxTimeout = time.Nanosecond
+
+// inbox is the state one table's inbox shares between its directories
+// and staged files. Files written into MOUNTPOINT/<table>/inbox/ are
+// staged under staging (never in the table) and handed to writer when
+// closed; the outcome lands in status.
+//
+// Lock order: InboxFile.mu before inbox.mu; neither is held across a
+// Writer call.
+type inbox struct {
+	dir     *TableDir
+	writer  Writer
+	staging string
+	status  *statusLog
+
+	mu       sync.Mutex
+	root     *fs.Inode // guarded by mu: the inbox directory, nil until looked up
+	checked  time.Time // guarded by mu: when writeErr was last asked
+	writeErr error     // guarded by mu: the last answer of writer.Writable
+}
+
+// EnableInbox gives the table directory an inbox/ whose files are staged
+// in stagingDir (which must exist and belong to this table alone) and
+// appended by w. Call it before the mount serves requests; a table
+// directory without it (a --read-only mount) has no inbox.
+func (d *TableDir) EnableInbox(w Writer, stagingDir string) {
+	d.inbox = &inbox{dir: d, writer: w, staging: stagingDir, status: newStatusLog(statusKeep)}
+}
+
+// inboxChild returns the inbox directory, the same inode on every lookup:
+// it is persistent because its children (staged files, partition dirs)
+// live only in the tree.
+func (d *TableDir) inboxChild(ctx context.Context, out *fuse.EntryOut) *fs.Inode {
+	in := d.inbox
+	in.mu.Lock()
+	if in.root == nil {
+		root := &InboxDir{in: in}
+		in.root = d.NewPersistentInode(ctx, root, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: root.ino()})
+	}
+	n := in.root
+	in.mu.Unlock()
+	n.Operations().(*InboxDir).fill(ctx, &out.Attr)
+	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
+	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
+	return n
+}
+
+// writable returns nil when files can be appended now, else why not. The
+// answer is kept for the short timeout: Getattr asks it often.
+func (in *inbox) writable(ctx context.Context) error {
+	in.mu.Lock()
+	if !in.checked.IsZero() && time.Since(in.checked) < in.dir.env.Opts.ShortTimeout {
+		err := in.writeErr
+		in.mu.Unlock()
+		return err
+	}
+	in.mu.Unlock()
+	err := in.writer.Writable(ctx)
+	if err != nil && cancelled(err) {
+		return err
+	}
+	in.mu.Lock()
+	in.checked, in.writeErr = time.Now(), err
+	in.mu.Unlock()
+	return err
+}
+
+// refuse records a refused operation on rel (a path under inbox/) in the
+// status file and returns its errno.
+func (in *inbox) refuse(op, rel string, err error) syscall.Errno {
+	errno := in.dir.env.inboxErrno(op, err, "table", in.dir.name, "file", rel)
+	if errno != syscall.EINTR {
+		in.status.add(StatusEvent{Op: op, File: rel, Error: err.Error(), Errno: errnoName(errno)})
+	}
+	return errno
+}
+
+// checkFileName returns an error wrapping ErrInvalidFile when name cannot
+// be a staged file: names starting with "." or "_" are reserved (editors'
+// temp files, deltafs' own files), control characters, invalid UTF-8 and
+// overlong names are refused.
+func checkFileName(name string) error {
+	switch {
+	case name == "" || name == "." || name == "..":
+		return fmt.Errorf("%w: empty name", ErrInvalidFile)
+	case strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_"):
+		return fmt.Errorf("%w: name %q: names starting with '.' or '_' are reserved", ErrInvalidFile, name)
+	case len(name) > maxInboxName:
+		return fmt.Errorf("%w: name of %d bytes, at most %d", ErrInvalidFile, len(name), maxInboxName)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: name %q is not UTF-8", ErrInvalidFile, name)
+	case strings.ContainsFunc(name, isControl):
+		return fmt.Errorf("%w: name %q holds a control character", ErrInvalidFile, name)
+	}
+	return nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// checkCreate returns why a file cannot be created in d, or nil: the
+// table must be writable and d must be a leaf partition directory.
+func (in *inbox) checkCreate(ctx context.Context, d *InboxDir, name string) error {
+	if err := in.writable(ctx); err != nil {
+		return err
+	}
+	if err := checkFileName(name); err != nil {
+		return err
+	}
+	cols, err := in.writer.PartitionColumns(ctx)
+	if err != nil {
+		return err
+	}
+	if len(d.parts) < len(cols) {
+		return fmt.Errorf("%w: table %s is partitioned: put files in %s", ErrInvalidFile, in.dir.name, partitionHint(cols))
+	}
+	return nil
+}
+
+// partitionHint names where files of a table partitioned by cols go.
+func partitionHint(cols []*delta.StructField) string {
+	var b strings.Builder
+	b.WriteString(InboxName + "/")
+	for _, c := range cols {
+		b.WriteString(delta.EscapeHivePathName(c.Name) + "=<value>/")
+	}
+	return b.String()
+}
+
+// partitionDir checks a directory name created at depth len(parent) of
+// the inbox: it must be "col=value" for the next partition column, with
+// a value of the column's type. It returns the column's logical name and
+// the value as the log serializes it (nil for null).
+func (in *inbox) partitionDir(ctx context.Context, depth int, name string) (string, *string, error) {
+	cols, err := in.writer.PartitionColumns(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if depth >= len(cols) {
+		return "", nil, fmt.Errorf("%w: %q: no partition column left at this level (table %s: %s)", ErrInvalidFile, name, in.dir.name, partitionHint(cols))
+	}
+	want := cols[depth]
+	col, val, err := delta.ParseHiveSegment(name)
+	if err != nil || !strings.EqualFold(col, want.Name) || strings.ContainsFunc(name, isControl) {
+		return "", nil, fmt.Errorf("%w: %q: want %s=<value> here (table %s: %s)", ErrInvalidFile, name, want.Name, in.dir.name, partitionHint(cols))
+	}
+	return canonicalPartition(want, val)
+}
+
+// canonicalPartition parses a partition value of column c and returns it
+// as the log writes it.
+func canonicalPartition(c *delta.StructField, val *string) (string, *string, error) {
+	parsed, err := delta.ParsePartitionValue(c.Type, val)
+	if err != nil {
+		// The engine's message is about logs ("corrupt Delta log: ..."); keep its detail only.
+		msg := strings.TrimPrefix(err.Error(), delta.ErrCorruptLog.Error()+": ")
+		return "", nil, fmt.Errorf("%w: partition %s: %s", ErrInvalidFile, c.Name, msg)
+	}
+	if parsed == nil {
+		if !c.Nullable {
+			return "", nil, fmt.Errorf("%w: partition column %s is not nullable", ErrInvalidFile, c.Name)
+		}
+		return c.Name, nil, nil
+	}
+	s, err := delta.FormatPartitionValue(c.Type, parsed)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: partition %s: %w", ErrInvalidFile, c.Name, err)
+	}
+	return c.Name, s, nil
+}
+
+// commit appends the staged file f (size bytes, shown as rel) and settles
+// its fate: on success the version exists and @latest shows it before
+// commit returns; either way the staged copy is removed, f leaves the
+// inbox and the outcome is recorded in the status file. The append runs
+// without the caller's cancellation: an interrupted close() must not
+// abandon a commit half way.
+func (in *inbox) commit(ctx context.Context, f *InboxFile, rel string, sf StagedFile, size int64) syscall.Errno {
+	ctx = context.WithoutCancel(ctx)
+	start := time.Now()
+	v, err := in.writer.Append(ctx, sf)
+	if rmErr := os.Remove(sf.LocalPath); rmErr != nil && !os.IsNotExist(rmErr) {
+		in.dir.env.log.Warn("deltafs: remove staged file", "table", in.dir.name, "file", rel, "err", rmErr)
+	}
+	f.detach()
+	if err != nil {
+		return in.refuse("commit", rel, err)
+	}
+	in.status.add(StatusEvent{Op: "commit", File: rel, Bytes: size, Version: &v})
+	in.dir.env.log.Info("deltafs: inbox commit", "table", in.dir.name, "file", rel, "version", v, "bytes", size, "took", time.Since(start))
+	if _, err := in.dir.Refresh(ctx); err != nil {
+		in.dir.env.log.Warn("deltafs: refresh after commit", "table", in.dir.name, "version", v, "err", err)
+	}
+	in.dir.Invalidate()
+	return 0
+}

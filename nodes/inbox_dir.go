@@ -1,0 +1,273 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"path"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// InboxDir is MOUNTPOINT/<table>/inbox or one of its partition
+// directories inbox/<col>=<value>/...: files created in a leaf directory
+// (the inbox root of an unpartitioned table, depth = number of partition
+// columns otherwise) are staged and appended when closed (see InboxFile).
+//
+// The tree under it lives in memory only, for this mount: partition
+// directories made with mkdir (only the next partition column, with a
+// value of its type: EINVAL otherwise) and staged files. Its mode is
+// 0755 when the table is writable, else 0555: creating then fails with
+// EROFS and the root holds _deltafs_error.txt saying why. The root also
+// holds _status.jsonl.
+//
+// Allowed: create, unlink of a staged file not being committed, rmdir of
+// an empty partition dir, rename of a staged file to a free name in the
+// same directory (EXDEV across directories, so mv copies; EBUSY while it
+// commits; EEXIST onto a taken name). Refused: symlinks, hard links and
+// special files (EPERM), setattr on directories (EPERM).
+type InboxDir struct {
+	fs.Inode
+
+	in    *inbox
+	rel   string             // path under inbox/, "" at the root
+	parts map[string]*string // partition column (logical) -> value, for files here
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*InboxDir)(nil))
+	_ = (fs.NodeSetattrer)((*InboxDir)(nil))
+	_ = (fs.NodeLookuper)((*InboxDir)(nil))
+	_ = (fs.NodeReaddirer)((*InboxDir)(nil))
+	_ = (fs.NodeCreater)((*InboxDir)(nil))
+	_ = (fs.NodeMkdirer)((*InboxDir)(nil))
+	_ = (fs.NodeUnlinker)((*InboxDir)(nil))
+	_ = (fs.NodeRmdirer)((*InboxDir)(nil))
+	_ = (fs.NodeRenamer)((*InboxDir)(nil))
+	_ = (fs.NodeSymlinker)((*InboxDir)(nil))
+	_ = (fs.NodeLinker)((*InboxDir)(nil))
+	_ = (fs.NodeMknoder)((*InboxDir)(nil))
+)
+
+func (d *InboxDir) ino() uint64 { return stableIno(kindInbox, d.in.dir.name, 0, "/"+d.rel) }
+
+// fill reports a directory writable (0755) only while the table is.
+func (d *InboxDir) fill(ctx context.Context, a *fuse.Attr) {
+	mode := uint32(syscall.S_IFDIR | 0o755)
+	if errors.Is(d.in.writable(ctx), ErrNotWritable) {
+		mode = modeDir
+	}
+	fillAttr(a, d.ino(), mode, 0, time.Time{})
+}
+
+// Getattr reports the directory.
+func (d *InboxDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d.fill(ctx, &out.Attr)
+	out.SetTimeout(d.in.dir.env.Opts.ShortTimeout)
+	return 0
+}
+
+// Setattr refuses chmod, chown and utimes of the directory.
+func (d *InboxDir) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return syscall.EPERM
+}
+
+// infoNames are the files of the root besides staged ones, as of now.
+func (d *InboxDir) infoNames(ctx context.Context) []string {
+	if d.rel != "" {
+		return nil
+	}
+	if d.in.writable(ctx) != nil {
+		return []string{ReasonName, InboxStatusName}
+	}
+	return []string{InboxStatusName}
+}
+
+// Lookup finds a staged file, a partition directory or an info file.
+func (d *InboxDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if slices.Contains(d.infoNames(ctx), name) {
+		return d.infoChild(ctx, name, out), 0
+	}
+	if name == ReasonName || name == InboxStatusName {
+		return nil, syscall.ENOENT
+	}
+	ch := d.GetChild(name)
+	if ch == nil {
+		return nil, syscall.ENOENT
+	}
+	var a fuse.AttrOut
+	if ga, ok := ch.Operations().(fs.NodeGetattrer); ok {
+		ga.Getattr(ctx, nil, &a)
+	}
+	out.Attr = a.Attr
+	out.SetEntryTimeout(inboxTimeout)
+	out.SetAttrTimeout(a.Timeout())
+	return ch, 0
+}
+
+// infoChild returns _status.jsonl or _deltafs_error.txt.
+func (d *InboxDir) infoChild(ctx context.Context, name string, out *fuse.EntryOut) *fs.Inode {
+	f := &InboxInfoFile{in: d.in, name: name}
+	fillAttr(&out.Attr, f.ino(), modeFile, int64(len(f.text(ctx))), time.Time{})
+	out.SetEntryTimeout(inboxTimeout)
+	out.SetAttrTimeout(inboxTimeout)
+	if ch := d.GetChild(name); ch != nil {
+		return ch
+	}
+	return d.NewInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG, Ino: f.ino()})
+}
+
+// Readdir lists the partition directories, the staged files and the info
+// files.
+func (d *InboxDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	info := d.infoNames(ctx)
+	var list []fuse.DirEntry
+	for name, ch := range d.Children() {
+		if name != ReasonName && name != InboxStatusName {
+			list = append(list, fuse.DirEntry{Name: name, Mode: ch.Mode(), Ino: ch.StableAttr().Ino})
+		}
+	}
+	for _, name := range info {
+		f := &InboxInfoFile{in: d.in, name: name}
+		list = append(list, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: f.ino()})
+	}
+	slices.SortFunc(list, func(a, b fuse.DirEntry) int { return cmpString(a.Name, b.Name) })
+	return fs.NewListDirStream(list), 0
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// relOf is the inbox path of name in d.
+func (d *InboxDir) relOf(name string) string { return path.Join(d.rel, name) }
+
+// Create stages a new file (see InboxFile). A reserved or malformed name,
+// or a directory that is not a leaf partition directory, is EINVAL; an
+// unwritable table EROFS. Refusals are recorded in _status.jsonl.
+func (d *InboxDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if err := d.in.checkCreate(ctx, d, name); err != nil {
+		return nil, nil, 0, d.in.refuse("create", d.relOf(name), err)
+	}
+	if d.GetChild(name) != nil {
+		return nil, nil, 0, syscall.EEXIST
+	}
+	f, err := newInboxFile(d, name)
+	if err != nil {
+		return nil, nil, 0, d.in.refuse("create", d.relOf(name), err)
+	}
+	h, errno := f.open(ctx, flags)
+	if errno != 0 {
+		f.discard()
+		return nil, nil, 0, errno
+	}
+	n := d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG})
+	var a fuse.AttrOut
+	f.Getattr(ctx, h, &a)
+	out.Attr = a.Attr
+	out.SetEntryTimeout(inboxTimeout)
+	out.SetAttrTimeout(inboxTimeout)
+	return n, h, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// Mkdir makes the partition directory name = "<col>=<value>" for the next
+// partition column.
+func (d *InboxDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if err := d.in.writable(ctx); err != nil {
+		return nil, d.in.refuse("mkdir", d.relOf(name), err)
+	}
+	col, val, err := d.in.partitionDir(ctx, len(d.parts), name)
+	if err != nil {
+		return nil, d.in.refuse("mkdir", d.relOf(name), err)
+	}
+	if d.GetChild(name) != nil {
+		return nil, syscall.EEXIST
+	}
+	parts := maps.Clone(d.parts)
+	if parts == nil {
+		parts = map[string]*string{}
+	}
+	parts[col] = val
+	sub := &InboxDir{in: d.in, rel: d.relOf(name), parts: parts}
+	sub.fill(ctx, &out.Attr)
+	return d.NewPersistentInode(ctx, sub, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: sub.ino()}), 0
+}
+
+// Unlink drops a staged file that is not being committed.
+func (d *InboxDir) Unlink(ctx context.Context, name string) syscall.Errno {
+	ch := d.GetChild(name)
+	if ch == nil {
+		return syscall.ENOENT
+	}
+	f, ok := ch.Operations().(*InboxFile)
+	if !ok {
+		return syscall.EPERM
+	}
+	return f.unlink()
+}
+
+// Rmdir removes an empty partition directory.
+func (d *InboxDir) Rmdir(ctx context.Context, name string) syscall.Errno {
+	ch := d.GetChild(name)
+	if ch == nil {
+		return syscall.ENOENT
+	}
+	if _, ok := ch.Operations().(*InboxDir); !ok {
+		return syscall.ENOTDIR
+	}
+	if len(ch.Children()) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	ch.ForgetPersistent()
+	return 0
+}
+
+// Rename renames a staged file within d (see the type's doc).
+func (d *InboxDir) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if flags != 0 {
+		return syscall.EINVAL
+	}
+	if newParent.EmbeddedInode() != d.EmbeddedInode() {
+		return syscall.EXDEV
+	}
+	ch := d.GetChild(name)
+	if ch == nil {
+		return syscall.ENOENT
+	}
+	f, ok := ch.Operations().(*InboxFile)
+	if !ok {
+		return syscall.EPERM
+	}
+	if err := checkFileName(newName); err != nil {
+		return d.in.refuse("rename", d.relOf(newName), err)
+	}
+	if d.GetChild(newName) != nil {
+		return syscall.EEXIST
+	}
+	return f.rename(newName)
+}
+
+// Symlink is refused: the inbox takes regular files only.
+func (d *InboxDir) Symlink(context.Context, string, string, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+// Link is refused.
+func (d *InboxDir) Link(context.Context, fs.InodeEmbedder, string, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+// Mknod is refused (special files, and regular files made without open).
+func (d *InboxDir) Mknod(context.Context, string, uint32, uint32, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
