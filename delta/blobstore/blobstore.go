@@ -17,29 +17,36 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/memblob" // mem:// URLs
 	"gocloud.dev/gcerrors"
 
 	"github.com/deltafs/deltafs/delta"
 )
 
 // Store is a delta.Storage over a gocloud bucket, rooted at a prefix.
+// Requests to remote stores are bounded by a request timeout (see
+// WithRequestTimeout); the cloud SDKs retry transient failures themselves.
 type Store struct {
 	bucket  *blob.Bucket
-	prefix  string // key prefix of the table root within the bucket, "" or ending in '/'
-	display string // URL without credentials, for messages
-	local   string // filesystem directory of the root when the bucket is fileblob
+	prefix  string   // key prefix of the table root within the bucket, "" or ending in '/'
+	where   location // the root, named without credentials
+	local   string   // filesystem directory of the root when the bucket is fileblob
+	timeout time.Duration
 }
 
 var _ delta.Storage = (*Store)(nil)
 
 // Open opens the table (or warehouse) root named by location: a local path,
-// a file:// URL or any gocloud blob URL whose path part is the prefix of the
-// root inside the bucket (for example s3://bucket/warehouse/orders?region=x).
+// a file:// URL, mem://, or an s3://, gs:// or azblob:// URL whose host is
+// the bucket and whose path is the prefix of the root inside the bucket
+// (for example s3://bucket/warehouse/orders?region=eu-west-1). Credentials
+// come from each cloud's usual environment and configuration chain; query
+// options go to the gocloud opener (see docs/object-storage.md). Open
+// makes no request: a missing bucket or bad credentials show on first use.
 func Open(ctx context.Context, location string) (*Store, error) {
 	u, err := parseLocation(location)
 	if err != nil {
@@ -50,20 +57,26 @@ func Open(ctx context.Context, location string) (*Store, error) {
 	}
 	prefix := strings.Trim(u.Path, "/")
 	bu := *u
-	bu.Path = ""
-	b, err := blob.OpenBucket(ctx, bu.String())
+	bu.Path, bu.RawPath = "", ""
+	b, err := openBucket(ctx, &bu)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", Redact(location), err)
 	}
-	return New(b, prefix, Redact(location)), nil
+	s := New(b, prefix, Redact(location))
+	if u.Scheme != "mem" {
+		s.timeout = DefaultRequestTimeout
+	}
+	return s, nil
 }
 
-// New wraps an open bucket; prefix is the table root within it.
+// New wraps an open bucket; prefix is the table root within it and display
+// names it in messages (a URL without credentials). The Store has no
+// request timeout.
 func New(b *blob.Bucket, prefix, display string) *Store {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	return &Store{bucket: b, prefix: prefix, display: display}
+	return &Store{bucket: b, prefix: prefix, where: parseWhere(display)}
 }
 
 func openLocal(dir string) (*Store, error) {
@@ -128,51 +141,78 @@ func (s *Store) Bucket() (*blob.Bucket, string) { return s.bucket, s.prefix }
 // LocalDir returns the local directory of the root, or "" for remote stores.
 func (s *Store) LocalDir() string { return s.local }
 
-// Sub returns a Store rooted at dir (a child of this root).
+// Sub returns a Store rooted at dir (a child of this root), sharing the
+// bucket: close only one of them.
 func (s *Store) Sub(dir string) *Store {
 	c := *s
 	c.prefix = s.prefix + strings.Trim(dir, "/") + "/"
-	c.display = strings.TrimSuffix(s.display, "/") + "/" + strings.Trim(dir, "/")
+	c.where = s.where.sub(dir)
 	if s.local != "" {
 		c.local = filepath.Join(s.local, filepath.FromSlash(dir))
 	}
 	return &c
 }
 
+// WithRequestTimeout returns a Store sharing this one's bucket whose
+// requests each fail with ErrTimeout when the store does not answer within
+// d (0: no limit). Only the wait for the store counts: time a caller
+// spends between reads of a ReadRange body does not.
+func (s *Store) WithRequestTimeout(d time.Duration) *Store {
+	c := *s
+	c.timeout = d
+	return &c
+}
+
 // Close closes the bucket.
 func (s *Store) Close() error { return s.bucket.Close() }
 
-// String implements delta.Storage.
-func (s *Store) String() string { return s.display }
+// String implements delta.Storage: the root's URL (or path) without
+// credentials, query options included.
+func (s *Store) String() string { return s.where.String() }
 
-// List implements delta.Storage.
+// List implements delta.Storage. On S3 and GCS the listing starts at from
+// (see startAfter); elsewhere names before from are skipped here.
 func (s *Store) List(ctx context.Context, dir, from string) ([]delta.ObjectInfo, error) {
 	if s.local != "" {
 		return s.listLocal(dir, from)
 	}
 	full := s.prefix + dir
-	opts := &blob.ListOptions{Prefix: full, Delimiter: "/", BeforeList: startAfter(full + from)}
-	it := s.bucket.List(opts)
 	var out []delta.ObjectInfo
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
+	err := s.list(ctx, full, from, func(obj *blob.ListObject) {
+		if !obj.IsDir && strings.TrimPrefix(obj.Key, full) >= from {
+			out = append(out, delta.ObjectInfo{Key: strings.TrimPrefix(obj.Key, s.prefix), Size: obj.Size, ModTime: obj.ModTime})
 		}
-		if err != nil {
-			return nil, s.wrap("list", dir, err)
-		}
-		if obj.IsDir {
-			continue
-		}
-		name := strings.TrimPrefix(obj.Key, full)
-		if name < from {
-			continue
-		}
-		out = append(out, delta.ObjectInfo{Key: strings.TrimPrefix(obj.Key, s.prefix), Size: obj.Size, ModTime: obj.ModTime})
+	})
+	if err != nil {
+		return nil, s.wrap("list", dir, err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// list calls visit for every entry directly under the key prefix full
+// (objects and "directories"), from the first name >= from where the
+// backend can start there. Each page's wait is one guarded request.
+func (s *Store) list(ctx context.Context, full, from string, visit func(*blob.ListObject)) error {
+	g := s.newGuard(ctx)
+	defer g.done()
+	opts := &blob.ListOptions{Prefix: full, Delimiter: "/"}
+	if from != "" {
+		opts.BeforeList = startAfter(full + from)
+	}
+	it := s.bucket.List(opts)
+	for {
+		g.arm()
+		obj, err := it.Next(g.ctx)
+		g.disarm()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return g.check(err)
+		}
+		visit(obj)
+	}
 }
 
 // listLocal lists a local directory without fileblob, which stats every
@@ -203,19 +243,14 @@ func (s *Store) listLocal(dir, from string) ([]delta.ObjectInfo, error) {
 // ListDirs implements delta.Storage.
 func (s *Store) ListDirs(ctx context.Context, dir string) ([]string, error) {
 	full := s.prefix + dir
-	it := s.bucket.List(&blob.ListOptions{Prefix: full, Delimiter: "/"})
 	var out []string
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, s.wrap("list", dir, err)
-		}
+	err := s.list(ctx, full, "", func(obj *blob.ListObject) {
 		if obj.IsDir {
 			out = append(out, strings.TrimSuffix(strings.TrimPrefix(obj.Key, full), "/"))
 		}
+	})
+	if err != nil {
+		return nil, s.wrap("list", dir, err)
 	}
 	sort.Strings(out)
 	return out, nil
@@ -223,35 +258,65 @@ func (s *Store) ListDirs(ctx context.Context, dir string) ([]string, error) {
 
 // Stat implements delta.Storage.
 func (s *Store) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) {
-	a, err := s.bucket.Attributes(ctx, s.prefix+key)
+	g := s.newGuard(ctx)
+	defer g.done()
+	g.arm()
+	a, err := s.bucket.Attributes(g.ctx, s.prefix+key)
 	if err != nil {
-		return delta.ObjectInfo{}, s.wrap("stat", key, err)
+		return delta.ObjectInfo{}, s.wrap("stat", key, g.check(err))
 	}
 	return delta.ObjectInfo{Key: key, Size: a.Size, ModTime: a.ModTime}, nil
 }
 
-// ReadRange implements delta.Storage.
+// ReadRange implements delta.Storage. The request timeout applies to the
+// wait for the response and to each Read of the body.
 func (s *Store) ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
-	r, err := s.bucket.NewRangeReader(ctx, s.prefix+key, off, length, nil)
+	g := s.newGuard(ctx)
+	g.arm()
+	r, err := s.bucket.NewRangeReader(g.ctx, s.prefix+key, off, length, nil)
+	g.disarm()
 	if err != nil {
+		err = g.check(err)
+		g.done()
 		return nil, s.wrap("read", key, err)
 	}
-	return r, nil
+	return &guardedReader{rc: r, g: g, wrap: func(err error) error { return s.wrap("read", key, err) }}, nil
 }
 
-// PutIfAbsent implements delta.Storage.
+// PutIfAbsent implements delta.Storage. Local roots commit with link(2);
+// remote ones with one conditional upload (If-None-Match: * on S3 and
+// Azure, DoesNotExist on GCS), through bucket.Upload because gocloud's
+// azureblob writer panics when a conditional write fails.
+//
+// After an ambiguous failure (a timeout, a reset connection) the object
+// may or may not exist; the SDK may also have retried a PUT that had
+// landed, and report ErrExists for the caller's own bytes. Callers must
+// therefore re-read the key to learn the outcome, never blindly retry.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if s.local != "" {
 		return s.linkIfAbsent(key, data)
 	}
-	err := s.bucket.Upload(ctx, s.prefix+key, bytes.NewReader(data), &blob.WriterOptions{
+	g := s.newGuard(ctx)
+	defer g.done()
+	g.arm()
+	err := s.upload(g.ctx, key, bytes.NewReader(data), &blob.WriterOptions{
 		IfNotExist:  true,
 		ContentType: contentType(key),
 	})
 	if err != nil {
-		return s.wrap("put-if-absent", key, err)
+		return s.wrap("put-if-absent", key, g.check(err))
 	}
 	return nil
+}
+
+// upload is bucket.Upload that turns a panic of the driver into an error.
+func (s *Store) upload(ctx context.Context, key string, r io.Reader, opts *blob.WriterOptions) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("upload failed: the storage driver panicked: %v", p)
+		}
+	}()
+	return s.bucket.Upload(ctx, s.prefix+key, r, opts)
 }
 
 // linkIfAbsent writes a temp file beside the target, fsyncs it and links it
@@ -269,7 +334,7 @@ func (s *Store) linkIfAbsent(key string, data []byte) error {
 	defer os.Remove(tmp)
 	if err := os.Link(tmp, final); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("put-if-absent %s/%s: %w", s.display, key, delta.ErrExists)
+			return fmt.Errorf("put-if-absent %s: %w", s.where.at(key), delta.ErrExists)
 		}
 		return s.wrap("put-if-absent", key, err)
 	}
@@ -303,7 +368,7 @@ func syncDir(dir string) error {
 
 // Put implements delta.Storage.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
-	if err := s.bucket.Upload(ctx, s.prefix+key, r, &blob.WriterOptions{ContentType: contentType(key)}); err != nil {
+	if err := s.upload(ctx, key, r, &blob.WriterOptions{ContentType: contentType(key)}); err != nil {
 		return s.wrap("put", key, err)
 	}
 	return nil
@@ -311,9 +376,12 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 
 // Delete implements delta.Storage.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	err := s.bucket.Delete(ctx, s.prefix+key)
+	g := s.newGuard(ctx)
+	defer g.done()
+	g.arm()
+	err := s.bucket.Delete(g.ctx, s.prefix+key)
 	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return s.wrap("delete", key, err)
+		return s.wrap("delete", key, g.check(err))
 	}
 	return nil
 }
@@ -325,20 +393,4 @@ func contentType(key string) string {
 	default:
 		return "application/octet-stream"
 	}
-}
-
-// wrap converts a gocloud error into one that names the operation and object
-// and wraps the engine's sentinel for its code.
-func (s *Store) wrap(op, key string, err error) error {
-	loc := strings.TrimSuffix(s.display, "/") + "/" + key
-	switch gcerrors.Code(err) {
-	case gcerrors.NotFound:
-		return fmt.Errorf("%s %s: %w", op, loc, delta.ErrNotExist)
-	case gcerrors.FailedPrecondition, gcerrors.AlreadyExists:
-		return fmt.Errorf("%s %s: %w", op, loc, delta.ErrExists)
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%s %s: %w", op, loc, delta.ErrNotExist)
-	}
-	return fmt.Errorf("%s %s: %w", op, loc, err)
 }
