@@ -54,8 +54,8 @@ fuzz: ## run every Fuzz* target for FUZZTIME each (default 30s)
 soak: ## run the soak tests (build tag soak) in integration/
 	$(GO) test -tags soak -count=1 -timeout $(SOAK_TIMEOUT) ./integration/...
 
-demo: ## run the demo (mounts sample tables)
-	$(GO) run ./cmd/deltafs demo
+demo: build ## mount a generated sample table at demo/mnt and show what to try (Ctrl-C unmounts)
+	bin/deltafs demo --dir $(CURDIR)/demo
 
 clean: ## remove bin/ (keeps measured bench/out/ and installed .tools/)
 	rm -rf bin

@@ -27,6 +27,7 @@ func init() {
 		{"history", "list the versions of a table", runHistory},
 		{"mount", "mount tables as directories of snapshots", runMount},
 		{"unmount", "unmount a deltafs mount", runUnmount},
+		{"demo", "mount a generated sample table and show what to try", runDemo},
 	}
 }
 
