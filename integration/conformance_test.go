@@ -30,10 +30,10 @@ import (
 )
 
 // partitionTimeZone names the fixtures whose timestamp partition values
-// were written in the writer's session time zone rather than UTC (Spark
-// before Delta's UTC rule): their expected content holds the instant, so
-// the directory name is read in that zone. The mount serves names as the
-// log has them, which is right.
+// were written in the writer's session time zone, not UTC: the log says
+// "2021-09-08 11:11:11" where the expected content (and the data files)
+// hold 18:11:11Z. The mount rightly serves the names as the log has them;
+// the comparison reads them in that zone.
 var partitionTimeZone = map[string]string{
 	"delta-kernel-rs/golden-data-reader-partition-values": "America/Los_Angeles",
 }

@@ -165,10 +165,10 @@ func (c *colNode) record(cols [][]parquet.Value, m map[string]any) error {
 // value assembles c's value for one instance of its parent, whose
 // definition level is def and repetition depth rep (Dremel assembly).
 func (c *colNode) value(def, rep int, cols [][]parquet.Value) (any, error) {
-	if len(cols) == 0 || len(cols[0]) == 0 {
-		if len(cols) == 0 {
-			return nil, nil // an empty group
-		}
+	if len(cols) == 0 {
+		return nil, nil // a group without leaves
+	}
+	if len(cols[0]) == 0 {
 		return nil, fmt.Errorf("%w: no values for %s", errShape, c.name)
 	}
 	switch {
@@ -284,8 +284,8 @@ func (c *colNode) list(def, rep int, cols [][]parquet.Value) (any, error) {
 	return list, nil
 }
 
-// mapPairs is a canonical map: key/value pairs, sorted by canonJSON of the
-// key by canonJSON.
+// mapPairs is a canonical map: its key/value pairs sorted by canonJSON of
+// the key.
 type mapPairs [][2]any
 
 // mapValue assembles a MAP-annotated group (repeated key_value {key, value}).
