@@ -328,3 +328,24 @@ func TestWriteCheckpointKeepsNewerHint(t *testing.T) {
 	}
 	cwCompareSnapshots(t, old, got)
 }
+
+// BenchmarkEncodeCheckpoint encodes the checkpoint of a 100k-file snapshot
+// (the replay benchmark's table) in memory, as WriteCheckpoint does.
+func BenchmarkEncodeCheckpoint(b *testing.B) {
+	checkpointed, _ := replayBenchTables(b)
+	snap, err := Open(dirStore{checkpointed}, Options{}).Snapshot(context.Background(), -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		var buf bytes.Buffer
+		if _, err := encodeCheckpoint(&buf, snap); err != nil {
+			b.Fatal(err)
+		}
+		size = buf.Len()
+	}
+	b.ReportMetric(float64(size)/(1<<20), "MiB")
+	b.ReportMetric(float64(len(snap.Files())), "adds")
+}
