@@ -118,6 +118,9 @@ const checkpointBatch = 1024
 // checkpoint instead: the same rows plus one checkpointMetadata row, with
 // every file action inline (no sidecars).
 //
+// It does not check that the table may be written (writer features): that
+// is the caller's decision. Tombstones are not expired by retention.
+//
 // The file is encoded in memory and stored with one Put: checkpoints may be
 // overwritten, since every checkpoint of a version is equivalent. An error
 // leaves the table's commits untouched; a failure after the checkpoint is

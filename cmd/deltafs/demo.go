@@ -192,7 +192,8 @@ func printTour(w io.Writer, mnt string) {
 		{os.Args[0] + " ls " + filepath.Join(filepath.Dir(mnt), sample.Table) + "@v4", "the same from the log, without a mount"},
 	}
 	if fi, err := os.Stat(filepath.Join(t, "inbox")); err == nil && fi.IsDir() {
-		lines = append(lines, [2]string{"cp " + file + " " + t + "/inbox/region=eu/", "append a file: it becomes @v7 when closed"})
+		inbox := t + "/inbox/region=eu"
+		lines = append(lines, [2]string{"mkdir -p " + inbox + " && cp " + file + " " + inbox + "/", "append a file: it becomes the next version when closed"})
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\ndeltafs demo: the sample table %q is mounted at %s\n", sample.Table, mnt)
