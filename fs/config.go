@@ -54,6 +54,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Debug logs every FUSE request.
 	Debug bool
+	// EngineInfo is the commitInfo.engineInfo of inbox commits (default
+	// "deltafs"; the CLI sets "deltafs/<version>").
+	EngineInfo string
 }
 
 // Defaults of Config.
@@ -85,6 +88,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.EngineInfo == "" {
+		cfg.EngineInfo = "deltafs"
 	}
 	if cfg.CacheDir == "" {
 		dir, err := defaultCacheDir()

@@ -24,6 +24,9 @@ type Server struct {
 	cache  *blobcache.Cache
 	tables []*mountedTable
 	dirs   []*nodes.TableDir
+	// staging holds the inbox's staged files, removed at unmount; ""
+	// for a read-only mount (no inbox).
+	staging string
 
 	stop     context.CancelFunc // stops the refresh loop
 	loopDone chan struct{}
@@ -56,8 +59,16 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, cache: cache, tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
 	root := s.buildTree(ctx)
+	if !cfg.ReadOnly {
+		if s.staging, err = s.enableInboxes(); err != nil {
+			cache.Close()
+			closeTables(tables)
+			return nil, err
+		}
+	}
 	s.fuse, err = gofs.Mount(cfg.Mountpoint, root, s.fuseOptions())
 	if err != nil {
+		s.removeStaging()
 		cache.Close()
 		closeTables(tables)
 		return nil, fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
@@ -206,6 +217,7 @@ func (s *Server) Wait() {
 		<-s.loopDone
 		s.cache.Close()
 		closeTables(s.tables)
+		s.removeStaging()
 		close(s.waited)
 	})
 	<-s.waited
@@ -223,4 +235,15 @@ func (s *Server) Unmount() error {
 
 func errorsIsCanceled(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// removeStaging deletes the mount's staged inbox files: what was not
+// committed by unmount is dropped (files still open keep the mount busy).
+func (s *Server) removeStaging() {
+	if s.staging == "" {
+		return
+	}
+	if err := os.RemoveAll(s.staging); err != nil {
+		s.cfg.Logger.Warn("deltafs: remove inbox staging", "dir", s.staging, "err", err)
+	}
 }

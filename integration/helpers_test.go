@@ -30,7 +30,7 @@ const (
 
 // mountFS mounts cfg (its Mountpoint and CacheDir default to fresh temp
 // dirs) and unmounts it when the test ends. It returns the mountpoint.
-func mountFS(t *testing.T, cfg dfs.Config) string {
+func mountFS(t testing.TB, cfg dfs.Config) string {
 	t.Helper()
 	testenv.RequireFUSE(t)
 	if cfg.Mountpoint == "" {
@@ -55,7 +55,7 @@ func mountFS(t *testing.T, cfg dfs.Config) string {
 }
 
 // testWriter sends log lines to the test log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
@@ -64,7 +64,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // copyTable copies a fixture table into a temp dir (never into the repo)
 // and returns the copy's root.
-func copyTable(t *testing.T, fixture string) string {
+func copyTable(t testing.TB, fixture string) string {
 	t.Helper()
 	src := testenv.Fixture(t, fixture)
 	dst := filepath.Join(t.TempDir(), filepath.Base(filepath.Dir(src)))

@@ -59,7 +59,7 @@ func TestMountTableDirs(t *testing.T) {
 		for v := 0; v <= latest; v++ {
 			want = append(want, fmt.Sprintf("@v%d", v))
 		}
-		want = append(want, "_history.jsonl")
+		want = append(want, "_history.jsonl", "inbox")
 		got := readDirNames(t, filepath.Join(mnt, name))
 		slices.Sort(want)
 		if !slices.Equal(got, want) {

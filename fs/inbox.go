@@ -1,0 +1,116 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/nodes"
+	"github.com/deltafs/deltafs/writeback"
+)
+
+// stagingDirName is the directory under the cache dir holding each
+// mount's staged inbox files, in mount-<pid>-* directories removed at
+// unmount (and, after a crash, by the next mount once the pid is gone).
+const stagingDirName = "inbox-staging"
+
+// enableInboxes gives every table directory an inbox whose files are
+// staged under a fresh directory of the cache dir and committed by a
+// writeback.Committer. It returns the mount's staging directory.
+func (s *Server) enableInboxes() (string, error) {
+	root := filepath.Join(s.cfg.CacheDir, stagingDirName)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", fmt.Errorf("inbox staging: %w", err)
+	}
+	removeStaleStaging(root)
+	dir, err := os.MkdirTemp(root, "mount-"+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return "", fmt.Errorf("inbox staging: %w", err)
+	}
+	for i, d := range s.dirs {
+		tdir := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.Mkdir(tdir, 0o700); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("inbox staging: %w", err)
+		}
+		c := writeback.New(s.tables[i].table, writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger})
+		d.EnableInbox(inboxWriter{c: c}, tdir)
+	}
+	return dir, nil
+}
+
+// removeStaleStaging removes the staging directories of mounts whose
+// process is gone: what a crashed mount had staged was never committed.
+func removeStaleStaging(root string) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "mount-")
+		pidText, _, ok2 := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || !ok2 || err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		os.RemoveAll(filepath.Join(root, e.Name()))
+	}
+}
+
+// processAlive reports whether a process with this pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// inboxWriter is a writeback.Committer as the inbox sees it: the
+// committer's errors get the nodes sentinels the errno mapping knows.
+type inboxWriter struct {
+	c *writeback.Committer
+}
+
+var _ nodes.Writer = inboxWriter{}
+
+func (w inboxWriter) Writable(ctx context.Context) error { return classify(w.c.Writable(ctx)) }
+
+func (w inboxWriter) PartitionColumns(ctx context.Context) ([]*delta.StructField, error) {
+	return w.c.PartitionColumns(ctx)
+}
+
+func (w inboxWriter) Append(ctx context.Context, f nodes.StagedFile) (int64, error) {
+	res, err := w.c.Append(ctx, []writeback.File{{LocalPath: f.LocalPath, Name: f.Name, PartitionValues: f.PartitionValues}})
+	if err != nil {
+		return 0, classify(err)
+	}
+	return res.Version, nil
+}
+
+// classified is an error of the committer that also matches a nodes
+// sentinel, keeping the committer's message.
+type classified struct {
+	err, kind error
+}
+
+func (c *classified) Error() string   { return c.err.Error() }
+func (c *classified) Unwrap() []error { return []error{c.err, c.kind} }
+
+// classify adds nodes.ErrInvalidFile or nodes.ErrNotWritable to the
+// committer's matching errors; others (storage, conflicts) pass as they
+// are and become EIO.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, writeback.ErrInvalidFile):
+		return &classified{err: err, kind: nodes.ErrInvalidFile}
+	case errors.Is(err, writeback.ErrNotWritable):
+		return &classified{err: err, kind: nodes.ErrNotWritable}
+	}
+	return err
+}
