@@ -183,7 +183,7 @@ func printTour(w io.Writer, mnt string) {
 	day := sample.CommitTime(2).AddDate(0, 0, 1).Format("2006-01-02")
 	lines := [][2]string{
 		{"ls " + t, "@latest, @v0..@v6, _history.jsonl"},
-		{"readlink " + t + "/@latest", "the newest version: @v6"},
+		{"readlink " + t + "/@latest", "the newest version (@v6 in a fresh sample)"},
 		{"ls -l " + t + "/@latest/region=eu", "the live Parquet files of one partition"},
 		{"head -c 4 " + file + "; echo", "a plain Parquet file (PAR1)"},
 		{"cat " + t + "/_history.jsonl", "one JSON line per commit: CREATE, WRITEs, DELETE"},
