@@ -28,7 +28,8 @@ type Config struct {
 	// Mountpoint is the directory to mount on.
 	Mountpoint string
 	// ReadOnly mounts with the "ro" option: the kernel refuses every
-	// write. (Snapshots are read-only regardless.)
+	// write, and no table has an inbox/. (Snapshots are read-only
+	// regardless.)
 	ReadOnly bool
 	// AllowOther lets other users see the mount.
 	AllowOther bool

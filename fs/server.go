@@ -42,7 +42,9 @@ const maxRequest = 1 << 20
 // Mount resolves cfg's sources, mounts them at cfg.Mountpoint and returns
 // once the kernel serves the mount. A table that cannot be read does not
 // fail the mount: its directory holds _deltafs_error.txt. A source that
-// cannot be opened, or holds no table, does.
+// cannot be opened, or holds no table, does. Unless cfg.ReadOnly,
+// each table has an inbox/ whose files are staged under cfg.CacheDir and
+// appended by a writeback.Committer when closed (see nodes.InboxFile).
 func Mount(ctx context.Context, cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package nodes is the FUSE tree of a deltafs mount: the root, one
 // directory per table, the @vN snapshot directories with their Hive layout,
-// the data files, the @latest and @<timestamp> symlinks and the
-// _history.jsonl file.
+// the data files, the @latest and @<timestamp> symlinks, the
+// _history.jsonl file and the inbox/ where dropped Parquet files are
+// staged and appended (through the Writer interface below).
 //
 // It knows Delta only through the engine's value types (snapshots, live
 // files) and reaches bytes, caches and storage only through the small
