@@ -100,7 +100,7 @@ func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *tx
 			return landed, err
 		}
 		if time.Now().After(deadline) {
-			return -1, fmt.Errorf("append to %s: lost the race for every version from %d to %d over %v (%d attempts): %w",
+			return -1, fmt.Errorf("append to %s: lost the race for version %d (latest %d) for %v, %d attempts: %w",
 				c.table.Name(), v, next.Version(), c.opts.MaxRetry, attempt, delta.ErrConflict)
 		}
 		c.log.Debug("commit lost race, retrying", "version", v, "latest", next.Version(), "attempt", attempt)
