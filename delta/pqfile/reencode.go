@@ -33,6 +33,7 @@ func reencodeGroup(root *parquet.Column, rg parquet.RowGroup, src *format.RowGro
 		return nil, err
 	}
 	var buf bytes.Buffer
+	buf.Grow(int(groupSize(src))) // the output is at most about the input's size: avoid regrowing
 	w := parquet.NewWriter(&buf, schema)
 	rgw := w.BeginRowGroup()
 	dst, chunks := rgw.ColumnWriters(), rg.ColumnChunks()
@@ -189,4 +190,15 @@ func forEachParallel(n int, fn func(int) error) error {
 		}
 	}
 	return nil
+}
+
+// groupSize estimates a row group's encoded size from its footer.
+func groupSize(rg *format.RowGroup) int64 {
+	n := rg.TotalCompressedSize
+	if n <= 0 {
+		for _, c := range rg.Columns {
+			n += c.MetaData.TotalCompressedSize
+		}
+	}
+	return max(0, min(n, 1<<30)) + 64<<10
 }
