@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,12 @@ func mountFS(t testing.TB, cfg dfs.Config) string {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	}
+	// The shared fixtures are never written: a mount of them has no inbox.
+	for _, s := range cfg.Sources {
+		if strings.HasPrefix(s.URL, testenv.Fixtures(t)) {
+			cfg.ReadOnly = true
+		}
 	}
 	srv, err := dfs.Mount(context.Background(), cfg)
 	if err != nil {

@@ -87,7 +87,7 @@ func (f *mountFlags) config(pos []string) (fs.Config, error) {
 		UID: uint32(f.uid), GID: uint32(f.gid),
 		CacheDir: f.cacheDir, CacheSize: size, Refresh: f.refresh,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
-		Debug:  f.debug,
+		Debug:  f.debug, EngineInfo: "deltafs/" + version,
 	}
 	for _, arg := range pos[:len(pos)-1] {
 		cfg.Sources = append(cfg.Sources, parseSource(arg))
