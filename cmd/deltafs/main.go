@@ -25,6 +25,7 @@ func init() {
 	commands = []command{
 		{"ls", "list the live files of a table version", runLs},
 		{"history", "list the versions of a table", runHistory},
+		{"append", "append Parquet files to a table as one new version", runAppend},
 		{"mount", "mount tables as directories of snapshots", runMount},
 		{"unmount", "unmount a deltafs mount", runUnmount},
 		{"demo", "mount a generated sample table and show what to try", runDemo},
