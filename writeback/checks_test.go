@@ -78,6 +78,12 @@ func checkPhysicalFile(wantIDs bool) func(*testing.T, string, *delta.Snapshot, *
 		}
 		schema, _ := after.Schema()
 		mode := after.Metadata().ColumnMapping()
+		nm := delta.NewNameMap(schema, mode)
+		for _, col := range pf.Schema().Columns() {
+			if _, ok := nm.LogicalPath(col); !ok {
+				t.Errorf("leaf %v of the uploaded file is not a physical path of the table", col)
+			}
+		}
 		for _, field := range pf.Schema().Fields() {
 			var match *delta.StructField
 			for _, sf := range schema.Fields {

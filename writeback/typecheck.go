@@ -70,7 +70,12 @@ func (c *schemaCheck) checkTopLevel(schema *delta.StructType, partCols map[strin
 // refused; nullable fields may be missing.
 func (c *schemaCheck) checkStruct(st *delta.StructType, n *pqNode, src, phys []string, viaStructs bool) error {
 	var extra []string
+	seen := map[string]bool{}
 	for _, ch := range n.children {
+		if seen[ch.name()] {
+			return invalidf("%s: column %s appears twice", c.file, dotted(append(src, ch.name())))
+		}
+		seen[ch.name()] = true
 		if st.Field(ch.name()) == nil {
 			extra = append(extra, dotted(append(src, ch.name())))
 		}
@@ -370,7 +375,7 @@ func describe(n *pqNode) string {
 	}
 	ann := n.el.LogicalType.String()
 	if ann == "" && n.el.ConvertedType.Valid {
-		ann = fmt.Sprintf("converted type %d", n.el.ConvertedType.V)
+		ann = convertedName(n.el.ConvertedType.V)
 	}
 	what := "group"
 	if n.leaf >= 0 {
@@ -380,6 +385,24 @@ func describe(n *pqNode) string {
 		return fmt.Sprintf("%s %s (%s)", rep, what, ann)
 	}
 	return rep + " " + what
+}
+
+// convertedName names a legacy converted type for messages.
+func convertedName(ct deprecated.ConvertedType) string {
+	names := map[deprecated.ConvertedType]string{
+		deprecated.UTF8: "UTF8", deprecated.Map: "MAP", deprecated.MapKeyValue: "MAP_KEY_VALUE",
+		deprecated.List: "LIST", deprecated.Enum: "ENUM", deprecated.Decimal: "DECIMAL",
+		deprecated.Date: "DATE", deprecated.TimeMillis: "TIME_MILLIS", deprecated.TimeMicros: "TIME_MICROS",
+		deprecated.TimestampMillis: "TIMESTAMP_MILLIS", deprecated.TimestampMicros: "TIMESTAMP_MICROS",
+		deprecated.Uint8: "UINT_8", deprecated.Uint16: "UINT_16", deprecated.Uint32: "UINT_32",
+		deprecated.Uint64: "UINT_64", deprecated.Int8: "INT_8", deprecated.Int16: "INT_16",
+		deprecated.Int32: "INT_32", deprecated.Int64: "INT_64", deprecated.Json: "JSON",
+		deprecated.Bson: "BSON", deprecated.Interval: "INTERVAL",
+	}
+	if n, ok := names[ct]; ok {
+		return n
+	}
+	return fmt.Sprintf("converted type %d", ct)
 }
 
 func fieldNames(st *delta.StructType) string {
