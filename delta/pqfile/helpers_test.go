@@ -38,6 +38,7 @@ func rewrite(t *testing.T, src []byte, del *roaring64.Bitmap, rn *Rename) ([]byt
 	if !bytes.Equal(again.Bytes(), out.Bytes()) {
 		t.Fatalf("Rewrite and Plan.WriteTo wrote different bytes")
 	}
+	checkLayout(t, src, p, out.Bytes())
 	return out.Bytes(), p
 }
 

@@ -18,12 +18,7 @@ const copyBufferSize = 1 << 20
 // output.
 func (p *Plan) WriteTo(w io.Writer) (int64, error) {
 	cw := &countWriter{w: w}
-	var err error
-	if p.footerOnly {
-		err = p.writeFooterOnly(cw)
-	} else {
-		err = p.writeRowGroups(cw)
-	}
+	err := p.emit(&copySink{cw: cw, src: p.src, buf: make([]byte, copyBufferSize)})
 	if err != nil {
 		return cw.n, err
 	}
@@ -33,50 +28,74 @@ func (p *Plan) WriteTo(w io.Writer) (int64, error) {
 	return cw.n, nil
 }
 
-// writeFooterOnly copies the source up to its footer and appends the renamed footer.
-func (p *Plan) writeFooterOnly(cw *countWriter) error {
-	buf := make([]byte, copyBufferSize)
-	if err := copyRange(cw, p.src, byteRange{0, p.footStart}, buf); err != nil {
-		return err
-	}
-	return writeFooter(cw, &p.meta)
+// sink receives the output in order, as ranges of the source and produced bytes.
+type sink interface {
+	source(r byteRange) error // the source bytes r come next
+	bytes(b []byte) error     // b comes next
+	pos() int64               // bytes of output so far
 }
 
-// writeRowGroups writes the magic, every kept row group (copied or re-encoded) and the footer.
-func (p *Plan) writeRowGroups(cw *countWriter) error {
-	if _, err := io.WriteString(cw, magic); err != nil {
+// copySink writes the output to a writer, copying source ranges through a buffer.
+type copySink struct {
+	cw  *countWriter
+	src io.ReaderAt
+	buf []byte
+}
+
+func (s *copySink) source(r byteRange) error { return copyRange(s.cw, s.src, r, s.buf) }
+func (s *copySink) pos() int64               { return s.cw.n }
+func (s *copySink) bytes(b []byte) error {
+	_, err := s.cw.Write(b)
+	return err
+}
+
+// emit sends the whole output to s.
+func (p *Plan) emit(s sink) error {
+	if p.footerOnly {
+		if err := s.source(byteRange{0, p.footStart}); err != nil {
+			return err
+		}
+		return emitFooter(s, &p.meta)
+	}
+	return p.emitRowGroups(s)
+}
+
+// emitRowGroups sends the magic (the source's first bytes, checked by readFooter), every kept row
+// group (copied or re-encoded) and the footer. Row groups are re-encoded ahead, in parallel.
+func (p *Plan) emitRowGroups(s sink) error {
+	if err := s.source(byteRange{0, int64(len(magic))}); err != nil {
 		return err
 	}
 	meta := p.outputMeta()
-	buf := make([]byte, copyBufferSize)
-	var file *parquet.File
+	re, err := p.startReencoding()
+	if err != nil {
+		return err
+	}
+	defer re.stop()
 	for i, g := range p.groups {
 		var rg format.RowGroup
-		var err error
 		switch g.action {
 		case Drop:
 			continue
 		case Copy:
-			rg, _ = relocate(&p.meta.RowGroups[i], g.chunks, cw.n, len(meta.RowGroups))
+			rg, _ = relocate(&p.meta.RowGroups[i], g.chunks, s.pos(), len(meta.RowGroups))
 			for _, r := range g.merged {
-				if err = copyRange(cw, p.src, r, buf); err != nil {
+				if err = s.source(r); err != nil {
 					break
 				}
 			}
 		case Reencode:
-			if file == nil {
-				if file, err = p.openFile(); err != nil {
-					return err
-				}
+			var enc *encodedGroup
+			if enc, err = re.wait(i); err == nil {
+				rg, err = p.emitReencoded(s, enc, i, len(meta.RowGroups))
 			}
-			rg, err = p.writeReencoded(cw, file, i, len(meta.RowGroups))
 		}
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", i, err)
 		}
 		meta.RowGroups = append(meta.RowGroups, rg)
 	}
-	return writeFooter(cw, meta)
+	return emitFooter(s, meta)
 }
 
 // openFile opens the source with parquet-go for decoding; page indexes and bloom filters are not
@@ -93,17 +112,13 @@ func (p *Plan) openFile() (f *parquet.File, err error) {
 	return f, nil
 }
 
-// writeReencoded re-encodes row group i without its deleted rows, writes its chunks and returns
-// its footer entry at the output position, with the source's (renamed) column paths.
-func (p *Plan) writeReencoded(cw *countWriter, file *parquet.File, i, ordinal int) (format.RowGroup, error) {
+// emitReencoded sends the chunks of row group i re-encoded as enc and returns its footer entry at
+// the output position, with the source's (renamed) column paths.
+func (p *Plan) emitReencoded(s sink, enc *encodedGroup, i, ordinal int) (format.RowGroup, error) {
 	src := &p.meta.RowGroups[i]
-	enc, err := reencodeGroup(file.Root(), file.RowGroups()[i], src, p.groups[i].deleted)
-	if err != nil {
-		return format.RowGroup{}, err
-	}
-	rg, _ := relocate(&enc.rg, enc.chunks, cw.n, ordinal)
+	rg, _ := relocate(&enc.rg, enc.chunks, s.pos(), ordinal)
 	for _, r := range enc.chunks {
-		if _, err := cw.Write(enc.data[r.off : r.off+r.n]); err != nil {
+		if err := s.bytes(enc.data[r.off : r.off+r.n]); err != nil {
 			return format.RowGroup{}, err
 		}
 	}
@@ -170,13 +185,13 @@ func copyRange(w io.Writer, src io.ReaderAt, r byteRange, buf []byte) error {
 	return nil
 }
 
-func writeFooter(w io.Writer, meta *format.FileMetaData) error {
+// emitFooter sends the encoded footer of meta.
+func emitFooter(s sink, meta *format.FileMetaData) error {
 	tail, err := encodeFooter(meta)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(tail)
-	return err
+	return s.bytes(tail)
 }
 
 // countWriter counts the bytes written through it.
