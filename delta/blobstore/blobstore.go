@@ -115,24 +115,44 @@ func parseLocation(location string) (*url.URL, error) {
 	return u, nil
 }
 
-// Redact removes credentials (user info and secret-looking query
-// parameters) from a URL so it can be logged.
+// Redact removes credentials from a URL so it can be logged: the user
+// info, and the values of query parameters whose names look secret (key,
+// secret, token, sig, password, credential). Other parameters keep their
+// order and spelling.
 func Redact(location string) string {
 	u, err := url.Parse(location)
 	if err != nil || !strings.Contains(location, "://") {
 		return location
 	}
-	u.User = nil
-	q := u.Query()
-	for k := range q {
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") ||
-			strings.Contains(lk, "sig") || strings.Contains(lk, "password") || strings.Contains(lk, "credential") {
-			q.Set(k, "REDACTED")
+	var params []string
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		if kv == "" {
+			continue
+		}
+		k, _, _ := strings.Cut(kv, "=")
+		if isSecretParam(k) {
+			kv = k + "=REDACTED"
+		}
+		params = append(params, kv)
+	}
+	out := u.Scheme + "://" + u.Host + u.EscapedPath()
+	if len(params) > 0 {
+		out += "?" + strings.Join(params, "&")
+	}
+	return out
+}
+
+func isSecretParam(name string) bool {
+	if n, err := url.QueryUnescape(name); err == nil {
+		name = n
+	}
+	name = strings.ToLower(name)
+	for _, s := range []string{"secret", "key", "token", "sig", "password", "credential"} {
+		if strings.Contains(name, s) {
+			return true
 		}
 	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	return false
 }
 
 // Bucket returns the underlying bucket and the root prefix within it.
@@ -270,7 +290,12 @@ func (s *Store) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) 
 
 // ReadRange implements delta.Storage. The request timeout applies to the
 // wait for the response and to each Read of the body.
+//
+// key may also be the object's full name, String()+"/"+key: blobcache
+// keys objects by a name unique across stores and hands that name back to
+// its source, and fs passes String()+"/"+key.
 func (s *Store) ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	key = strings.TrimPrefix(key, s.String()+"/")
 	g := s.newGuard(ctx)
 	g.arm()
 	r, err := s.bucket.NewRangeReader(g.ctx, s.prefix+key, off, length, nil)

@@ -24,11 +24,7 @@ func parseWhere(display string) location {
 		return location{base: display}
 	}
 	q := u.RawQuery
-	u.RawQuery, u.ForceQuery = "", false
-	base := u.String()
-	if !strings.HasSuffix(base, ":///") && !strings.HasSuffix(base, "://") {
-		base = strings.TrimSuffix(base, "/")
-	}
+	base := u.Scheme + "://" + u.Host + strings.TrimSuffix(u.EscapedPath(), "/")
 	return location{base: base, query: q}
 }
 

@@ -126,6 +126,17 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Kill kills the server process with SIGKILL, as a crash would: open
+// connections break mid-response. Start restarts it.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.exited
+	s.cmd = nil
+}
+
 // newServer prepares a Server on a free loopback port with a data dir,
 // sets env in the test's environment and registers its Stop as cleanup.
 func newServer(t testing.TB, kind string) (*Server, string) {
