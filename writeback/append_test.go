@@ -113,6 +113,20 @@ func appendCases() []appendCase {
 		{name: "column-mapping-id", fixture: "delta/golden-table-with-columnmapping-mode-id", rows: 3,
 			write: func(t *testing.T) string { return writeParquet(t, "cm.parquet", cmRows()) },
 			stats: cmStats(), check: checkPhysicalFile(true)},
+		{name: "column-mapping-partitioned", fixture: "delta-kernel-rs/partition_cm_name", rows: 2,
+			part: map[string]*string{"category": ptr("books")},
+			write: func(t *testing.T) string {
+				return writeParquet(t, "v.parquet", []valueRow{{Value: ptr[int32](3)}, {Value: ptr[int32](4)}})
+			},
+			stats: map[string][3]string{"value": {"3", "4", "0"}},
+			check: func(t *testing.T, dir string, before, after *delta.Snapshot, add *delta.Add) {
+				const phys = "col-6dc68f07-711d-4f00-8bd6-1f5bc698e8ad"
+				if v := add.PartitionValues[phys]; v == nil || *v != "books" || len(add.PartitionValues) != 1 {
+					t.Errorf("partitionValues %v, want {%s: books}", add.PartitionValues, phys)
+				}
+				checkPartitionPath(phys+"=books/")(t, dir, before, after, add)
+				checkPhysicalFile(true)(t, dir, before, after, add)
+			}},
 		{name: "in-commit-timestamps", fixture: "delta-rs/cdc_ict_table", rows: 2, part: map[string]*string{"birthyear": ptr("1990")},
 			write: func(t *testing.T) string {
 				return writeParquet(t, "ict.parquet", []ictRow{{Name: ptr("ann"), Age: ptr[int32](34)}, {Name: ptr("bo")}})

@@ -16,7 +16,7 @@ import (
 )
 
 // copyFixture copies a fixture table into a temp dir and returns its root.
-func copyFixture(t *testing.T, name string) string {
+func copyFixture(t testing.TB, name string) string {
 	t.Helper()
 	src := testenv.Fixture(t, name)
 	if src == "" {
@@ -58,7 +58,7 @@ func copyFile(src, dst string) error {
 }
 
 // openTable opens a local table through the real blob store adapter.
-func openTable(t *testing.T, dir string) *delta.Table {
+func openTable(t testing.TB, dir string) *delta.Table {
 	t.Helper()
 	st, err := blobstore.Open(context.Background(), dir)
 	if err != nil {
@@ -84,7 +84,7 @@ func latest(t *testing.T, dir string) *delta.Snapshot {
 
 // writeParquet writes rows of T (parquet-go struct tags give the names and
 // types) as a snappy Parquet file and returns its path.
-func writeParquet[T any](t *testing.T, name string, rows []T) string {
+func writeParquet[T any](t testing.TB, name string, rows []T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
 	f, err := os.Create(path)
