@@ -25,7 +25,23 @@ const DefaultRequestTimeout = 30 * time.Second
 // every open (AWS config chain; STORAGE_EMULATOR_HOST). azblob:// does not:
 // gocloud's default azblob opener reads the environment once per process,
 // so the credentials are re-read here on every open, as for the others.
+//
+// For s3:// the SDK's response checksum validation defaults to
+// when_required unless the URL sets response_checksum_validation: by
+// default the SDK asks for checksums on every GET and logs a warning to
+// stderr for each object stored without one (objects uploaded by older
+// clients, most S3-compatible servers) or in parts; ranged reads, which
+// are most of ours, are never validated anyway.
 func openBucket(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
+	if u.Scheme == "s3" {
+		q := u.Query()
+		if !q.Has("response_checksum_validation") {
+			q.Set("response_checksum_validation", "when_required")
+			c := *u
+			c.RawQuery = q.Encode()
+			u = &c
+		}
+	}
 	if u.Scheme != azureblob.Scheme {
 		return blob.OpenBucket(ctx, u.String())
 	}
