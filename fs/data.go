@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
@@ -33,12 +34,25 @@ func (d *dataSource) Open(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	if dir := t.store.LocalDir(); dir != "" {
 		return openLocal(dir, f.Key)
 	}
-	obj := d.cache.Object(t.store, objectKey(t, f.Key), f.Add.Size, objectVersion(f.Add))
+	obj := d.cache.Object(cacheSource{t}, objectKey(t, f.Key), f.Add.Size, objectVersion(f.Add))
 	return &objectContent{obj: obj}, nil
 }
 
-// objectKey names a data object uniquely across all the mount's stores.
+// objectKey names a data object uniquely across all the mount's stores:
+// the block cache is shared by every table of the mount.
 func objectKey(t *mountedTable, key string) string { return t.store.String() + "/" + key }
+
+// cacheSource is the blobcache.Source of one table: blobcache hands back
+// the cache name (objectKey), which it maps to the table's storage key.
+type cacheSource struct{ t *mountedTable }
+
+func (s cacheSource) ReadRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	key, ok := strings.CutPrefix(name, s.t.store.String()+"/")
+	if !ok {
+		return nil, fmt.Errorf("block cache name %q is not an object of %s", name, s.t.store.String())
+	}
+	return s.t.store.ReadRange(ctx, key, off, length)
+}
 
 // objectVersion identifies the bytes of an add: the same path rewritten by
 // a writer gets another modification time.
@@ -100,6 +114,6 @@ func (d *dataSource) readerAtFor(ctx context.Context, t *mountedTable, f *delta.
 		}
 		return c.f, func() { c.Close() }, nil
 	}
-	obj := d.cache.Object(t.store, objectKey(t, f.Key), f.Add.Size, objectVersion(f.Add))
+	obj := d.cache.Object(cacheSource{t}, objectKey(t, f.Key), f.Add.Size, objectVersion(f.Add))
 	return obj.ReaderAt(ctx), func() {}, nil
 }

@@ -290,12 +290,7 @@ func (s *Store) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) 
 
 // ReadRange implements delta.Storage. The request timeout applies to the
 // wait for the response and to each Read of the body.
-//
-// key may also be the object's full name, String()+"/"+key: blobcache
-// keys objects by a name unique across stores and hands that name back to
-// its source, and fs passes String()+"/"+key.
 func (s *Store) ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
-	key = strings.TrimPrefix(key, s.String()+"/")
 	g := s.newGuard(ctx)
 	g.arm()
 	r, err := s.bucket.NewRangeReader(g.ctx, s.prefix+key, off, length, nil)
