@@ -40,6 +40,7 @@ func (c *Committer) Append(ctx context.Context, files []File) (Result, error) {
 	if len(files) == 0 {
 		return Result{}, invalidf("no files to append")
 	}
+	crashPoint(CrashStaged)
 	snap, err := c.table.Latest(ctx)
 	if err != nil {
 		return Result{}, err
@@ -55,6 +56,7 @@ func (c *Committer) Append(ctx context.Context, files []File) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	crashPoint(CrashUploaded)
 	tx := &txn{id: uuid.NewString(), ups: ups, start: time.Now()}
 	v, err := c.commitLoop(ctx, snap, tx)
 	if err != nil {
@@ -91,8 +93,10 @@ func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *tx
 		if err != nil {
 			return -1, err
 		}
+		crashPoint(CrashCommitting)
 		putErr := c.store.PutIfAbsent(ctx, delta.CommitKey(v), body)
 		if putErr == nil {
+			crashPoint(CrashCommitted)
 			return v, nil
 		}
 		landed, next, err := c.resolve(ctx, v, tx, putErr)
@@ -231,7 +235,7 @@ func (c *Committer) maybeCheckpoint(ctx context.Context, v int64, every int) {
 	}
 	snap, err := c.table.Snapshot(ctx, v)
 	if err == nil {
-		err = delta.WriteCheckpoint(ctx, c.store, snap)
+		err = delta.WriteCheckpoint(ctx, crashStore(c.store), snap)
 	}
 	if err != nil {
 		c.log.Warn("checkpoint failed; the commit stands", "version", v, "err", err)

@@ -59,7 +59,7 @@ func (c *Committer) upload(ctx context.Context, p *prepared) (*uploaded, error) 
 	if c.opts.Progress != nil {
 		body = &progressReader{r: body, name: p.display, total: size, fn: c.opts.Progress}
 	}
-	cr := &countingReader{r: body}
+	cr := &countingReader{r: crashReader(body, size)}
 	if err := c.store.Put(ctx, key, cr); err != nil {
 		return nil, fmt.Errorf("upload %s to %s: %w", p.display, key, err)
 	}
