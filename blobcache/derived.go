@@ -21,6 +21,21 @@ import (
 //
 // The caller must Close the returned file; open files are never evicted.
 func (c *Cache) Derived(ctx context.Context, key string, build func(w io.Writer) error) (*DiskFile, error) {
+	return c.derived(ctx, key, build, true)
+}
+
+// DerivedUnsynced is Derived without fsyncing the file before its rename: the
+// build costs no disk flush, but after a crash (power loss) a file under its
+// final name may be torn (short, or holding zeroes). The caller must detect
+// that itself, for example with a checksum written by build and checked the
+// first time the process opens the file, and Discard a torn file. key must
+// not also be used with Derived.
+func (c *Cache) DerivedUnsynced(ctx context.Context, key string, build func(w io.Writer) error) (*DiskFile, error) {
+	return c.derived(ctx, key, build, false)
+}
+
+// derived implements Derived and DerivedUnsynced.
+func (c *Cache) derived(ctx context.Context, key string, build func(w io.Writer) error, sync bool) (*DiskFile, error) {
 	d := c.disk
 	if d == nil {
 		return nil, ErrNoDiskDir
@@ -38,7 +53,7 @@ func (c *Cache) Derived(ctx context.Context, key string, build func(w io.Writer)
 			return d.open(e, key, true)
 		}
 		if leader {
-			e, err := d.build(ctx, name, bc, build)
+			e, err := d.build(ctx, name, bc, build, sync)
 			if err != nil {
 				return nil, fmt.Errorf("blobcache: build derived %q: %w", key, err)
 			}
@@ -76,7 +91,7 @@ func (d *diskCache) lookup(name string) (e *diskEntry, bc *buildCall, leader boo
 // build runs fn into the file name and indexes it with one reference taken
 // for the caller. Waiters are released however build ends (even by a
 // panic in fn); they retry if ctx was cancelled.
-func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn func(io.Writer) error) (*diskEntry, error) {
+func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn func(io.Writer) error, sync bool) (*diskEntry, error) {
 	d.stats.builds.Add(1)
 	var e *diskEntry
 	shared := errAbandoned // what waiters see unless the build ends normally
@@ -91,7 +106,7 @@ func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn fu
 		bc.err = shared
 		close(bc.done)
 	}()
-	size, err := d.write(ctx, name, fn)
+	size, err := d.write(ctx, name, fn, sync)
 	switch {
 	case err == nil:
 		e = &diskEntry{name: name, size: size, refs: 1}
@@ -102,9 +117,10 @@ func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn fu
 	return e, err
 }
 
-// write builds the file name through a temporary file and returns its size.
-// On error nothing is left behind.
-func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) error) (int64, error) {
+// write builds the file name through a temporary file and returns its size;
+// with sync, the file is on disk before its rename. On error nothing is left
+// behind.
+func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) error, sync bool) (int64, error) {
 	f, err := os.CreateTemp(d.dir, tmpPrefix+name+"-*")
 	if err != nil {
 		return 0, err
@@ -125,8 +141,10 @@ func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) e
 	if err := bw.Flush(); err != nil {
 		return 0, err
 	}
-	if err := f.Sync(); err != nil {
-		return 0, err
+	if sync {
+		if err := f.Sync(); err != nil {
+			return 0, err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return 0, err
@@ -135,7 +153,9 @@ func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) e
 		return 0, err
 	}
 	done = true
-	syncDir(d.dir) // best effort: the rename survives a power loss
+	if sync {
+		syncDir(d.dir) // best effort: the rename survives a power loss
+	}
 	return cw.n, nil
 }
 
@@ -178,4 +198,21 @@ func (w *ctxWriter) Write(p []byte) (int, error) {
 	n, err := w.w.Write(p)
 	w.n += int64(n)
 	return n, err
+}
+
+// Discard removes the file from the cache, for a file found torn or corrupt:
+// it is deleted now (open DiskFiles of it stay readable until closed) and the
+// next Derived for its key builds it again. Close must still be called.
+func (f *DiskFile) Discard() {
+	d := f.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.entries[f.e.name] != f.e {
+		return // already discarded
+	}
+	_ = os.Remove(d.path(f.e.name))
+	d.lru.Remove(f.e.elem)
+	delete(d.entries, f.e.name)
+	d.used -= f.e.size
+	d.stats.diskBytes.Add(-f.e.size)
 }

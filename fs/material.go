@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,50 +17,66 @@ import (
 	"github.com/deltafs/deltafs/nodes"
 )
 
-// materializer rewrites live files with pqfile (deleted rows removed,
-// physical column names replaced by logical ones) into the disk cache,
+// materializer serves live files rewritten with pqfile (deleted rows
+// removed, physical column names replaced by logical ones) as composites:
+// the ranges they share with the stored file are read from it, and only the
+// rest (re-encoded row groups and the new footer) goes to the disk cache,
 // keyed by what the bytes derive from: the table, the file (path, size,
 // modification time), the deletion vector id and the column mapping.
 type materializer struct {
 	tables *tableIndex
 	data   *dataSource
 	cache  *blobcache.Cache
+	// verified holds the cache keys whose entry this process built or
+	// checked against its CRC: entries are written without fsync.
+	verified sync.Map
 }
 
 var _ nodes.Materializer = (*materializer)(nil)
 
 // Size implements nodes.Materializer.
 func (m *materializer) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (int64, error) {
-	df, err := m.derive(ctx, snap, f)
+	l, df, err := m.derive(ctx, snap, f)
 	if err != nil {
 		return 0, err
 	}
-	defer df.Close()
-	return df.Size(), nil
+	df.Close()
+	return l.Size(), nil
 }
 
 // Open implements nodes.Materializer.
 func (m *materializer) Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (nodes.Content, error) {
-	df, err := m.derive(ctx, snap, f)
+	l, df, err := m.derive(ctx, snap, f)
 	if err != nil {
 		return nil, err
 	}
-	return &diskContent{df: df}, nil
+	src, err := m.data.Open(ctx, snap, f)
+	if err == nil && src.Size() != f.Add.Size {
+		src.Close()
+		err = fmt.Errorf("data file %s: %w: stored size %d, the log says %d", f.Key, delta.ErrCorruptLog, src.Size(), f.Add.Size)
+	}
+	if err != nil {
+		df.Close()
+		return nil, err
+	}
+	return &compositeContent{layout: l, src: src, entry: df}, nil
 }
 
-// derive returns the rewritten file from the disk cache, building it once.
-func (m *materializer) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (*blobcache.DiskFile, error) {
+// derive returns the layout of the rewritten file and its open cache entry,
+// building the entry once. An entry this process did not build is checked
+// against its CRC first; a torn one is discarded and built again.
+func (m *materializer) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (*pqfile.Layout, *blobcache.DiskFile, error) {
 	t, err := m.tables.of(snap)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rename, mapping, err := renameFor(snap)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	key := strings.Join([]string{"deltafs-materialized/v1", t.store.String(), f.Key,
+	key := strings.Join([]string{"deltafs-composite/v1", t.store.String(), f.Key,
 		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping}, "|")
-	df, err := m.cache.Derived(ctx, key, func(w io.Writer) error {
+	build := func(w io.Writer) error {
 		deleted, err := snap.DeletedRows(ctx, f.Add)
 		if err != nil {
 			return err
@@ -70,13 +86,65 @@ func (m *materializer) derive(ctx context.Context, snap *delta.Snapshot, f *delt
 			return err
 		}
 		defer release()
-		_, err = pqfile.Rewrite(src, f.Add.Size, deleted, rename, w)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("materialize %s: %w", f.Key, err)
+		plan, err := pqfile.NewPlan(src, f.Add.Size, deleted, rename)
+		if err != nil {
+			return err
+		}
+		return writeEntry(w, plan)
 	}
-	return df, nil
+	l, df, err := m.entry(ctx, key, f.Add.Size, build)
+	if err != nil {
+		return nil, nil, fmt.Errorf("materialize %s: %w", f.Key, err)
+	}
+	return l, df, nil
+}
+
+// entry returns the layout and the open cache entry of key, for a stored
+// file of srcSize bytes, building it with build if needed. An entry this
+// process did not build is checked against its CRC first; a torn one is
+// discarded and built again (once).
+func (m *materializer) entry(ctx context.Context, key string, srcSize int64, build func(io.Writer) error) (*pqfile.Layout, *blobcache.DiskFile, error) {
+	built := func(w io.Writer) error {
+		err := build(w)
+		if err == nil {
+			m.verified.Store(key, true)
+		}
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		df, err := m.cache.DerivedUnsynced(ctx, key, built)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := m.openEntry(key, df, srcSize)
+		if err == nil {
+			return l, df, nil
+		}
+		if errors.Is(err, errTornEntry) {
+			df.Discard()
+		}
+		df.Close()
+		if attempt > 0 || !errors.Is(err, errTornEntry) {
+			return nil, nil, err
+		}
+	}
+}
+
+// openEntry reads the layout of a cache entry for a stored file of srcSize
+// bytes and, the first time this process sees an entry it did not build,
+// checks its CRC.
+func (m *materializer) openEntry(key string, df *blobcache.DiskFile, srcSize int64) (*pqfile.Layout, error) {
+	l, crc, err := readEntry(df, df.Size(), srcSize)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := m.verified.Load(key); !ok {
+		if err := checkEntry(df, df.Size(), crc); err != nil {
+			return nil, err
+		}
+		m.verified.Store(key, true)
+	}
+	return l, nil
 }
 
 // renameFor returns the footer rename from physical to logical names of a
@@ -103,33 +171,4 @@ func renameFor(snap *delta.Snapshot) (*pqfile.Rename, string, error) {
 		return last, last != p[len(p)-1]
 	}}
 	return r, hex.EncodeToString(sum[:12]), nil
-}
-
-// diskContent is a rewritten file in the disk cache. Its local file is
-// opened for kernel passthrough only when asked for.
-type diskContent struct {
-	df   *blobcache.DiskFile
-	once sync.Once
-	f    *os.File // opened by File; nil if never asked or it failed
-}
-
-func (c *diskContent) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	return c.df.ReadAt(p, off)
-}
-func (c *diskContent) Size() int64 { return c.df.Size() }
-
-func (c *diskContent) File() *os.File {
-	c.once.Do(func() {
-		if f, err := os.Open(c.df.Path()); err == nil {
-			c.f = f
-		}
-	})
-	return c.f
-}
-
-func (c *diskContent) Close() error {
-	if c.f != nil {
-		c.f.Close()
-	}
-	return c.df.Close()
 }
