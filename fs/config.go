@@ -31,6 +31,11 @@ type Config struct {
 	// write, and no table has an inbox/. (Snapshots are read-only
 	// regardless.)
 	ReadOnly bool
+	// SingleWriter allows appends to tables whose store failed the
+	// put-if-absent probe at mount (a store that does not honour
+	// conditional writes): the user promises that this mount is the only
+	// writer. Without it such tables get no working inbox.
+	SingleWriter bool
 	// AllowOther lets other users see the mount.
 	AllowOther bool
 	// XAttrs serves user.delta.* extended attributes on data files.

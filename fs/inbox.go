@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/nodes"
@@ -40,7 +41,7 @@ func (s *Server) enableInboxes() (string, error) {
 			return "", fmt.Errorf("inbox staging: %w", err)
 		}
 		c := writeback.New(s.tables[i].table, writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger})
-		d.EnableInbox(inboxWriter{c: c}, tdir)
+		d.EnableInbox(inboxWriter{c: c, refuse: s.probeAtomicPut(s.tables[i])}, tdir)
 	}
 	return dir, nil
 }
@@ -69,21 +70,51 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// probeAtomicPut checks, for a table in object storage, that its store
+// honours put-if-absent: commits are only safe there. A store that fails
+// the probe gets an inbox that refuses files with the reason (unless
+// cfg.SingleWriter). Local tables commit with link(2) and need no probe.
+func (s *Server) probeAtomicPut(t *mountedTable) error {
+	if t.store.LocalDir() != "" || s.cfg.SingleWriter {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := t.store.ProbeAtomicPut(ctx)
+	if err == nil {
+		return nil
+	}
+	s.cfg.Logger.Warn("deltafs: table mounted without appends: its store cannot guarantee atomic commits",
+		"table", t.name, "location", t.store.String(), "err", err)
+	return fmt.Errorf("%w: %s cannot guarantee atomic put-if-absent, so appends could overwrite each other (%v); mount with --single-writer if this mount is the only writer",
+		writeback.ErrNotWritable, t.store.String(), err)
+}
+
 // inboxWriter is a writeback.Committer as the inbox sees it: the
 // committer's errors get the nodes sentinels the errno mapping knows.
+// refuse, when set, is why the table takes no appends in this mount.
 type inboxWriter struct {
-	c *writeback.Committer
+	c      *writeback.Committer
+	refuse error
 }
 
 var _ nodes.Writer = inboxWriter{}
 
-func (w inboxWriter) Writable(ctx context.Context) error { return classify(w.c.Writable(ctx)) }
+func (w inboxWriter) Writable(ctx context.Context) error {
+	if w.refuse != nil {
+		return classify(w.refuse)
+	}
+	return classify(w.c.Writable(ctx))
+}
 
 func (w inboxWriter) PartitionColumns(ctx context.Context) ([]*delta.StructField, error) {
 	return w.c.PartitionColumns(ctx)
 }
 
 func (w inboxWriter) Append(ctx context.Context, f nodes.StagedFile) (int64, error) {
+	if w.refuse != nil {
+		return 0, classify(w.refuse)
+	}
 	res, err := w.c.Append(ctx, []writeback.File{{LocalPath: f.LocalPath, Name: f.Name, PartitionValues: f.PartitionValues}})
 	if err != nil {
 		return 0, classify(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -29,50 +30,104 @@ Each table directory holds @latest (symlink to the newest @vN), @v0..@vN,
 _history.jsonl, and resolves @<time> (2026-05-01, 2026-05-01T14:30:00Z,
 20260501143000000) on lookup.
 
+Flags may come before or after the arguments. With --config FILE the
+tables, the mountpoint and any flag come from a YAML file; flags given on
+the command line override it, and SOURCE... MOUNTPOINT replace its tables
+and mountpoint (a lone argument replaces the mountpoint only):
+
+%s
+
+Credentials come from the environment, as each cloud's SDK defines it:
+AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_PROFILE/AWS_REGION (or an
+instance role), GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT with
+AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN (or az login).
+
 Examples:
   deltafs mount ./orders /mnt/delta
   deltafs mount sales=s3://bucket/warehouse/sales?region=eu-west-1 /mnt/delta
   deltafs mount --read-only --cache-size 50G /data/warehouse /mnt/delta
+  deltafs mount --config /etc/deltafs/mount.yaml
+  deltafs mount --daemon --log-file /var/log/deltafs.log --metrics-addr :9464 ./warehouse /mnt/delta
+  mount -t fuse.deltafs orders=/data/orders /mnt/delta -o ro,allow_other   # via mount.fuse.deltafs
 `
 
 type mountFlags struct {
-	readOnly, allowOther, xattrs, noPassthrough, debug bool
-	uid, gid                                           uint
-	cacheDir, cacheSize, logLevel                      string
-	refresh                                            time.Duration
+	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter bool
+	uid, gid                                                                 uint
+	cacheDir, cacheSize, logLevel                                            string
+	configFile, logFile, metricsAddr                                         string
+	refresh                                                                  time.Duration
 }
 
 func runMount(ctx context.Context, args []string) error {
-	flags := newFlags("mount", "SOURCE... MOUNTPOINT", mountHelp)
+	flags := newFlags("mount", "[SOURCE...] MOUNTPOINT", fmt.Sprintf(mountHelp, indent(configExample)))
 	var f mountFlags
-	flags.BoolVar(&f.readOnly, "read-only", false, "mount read-only (the kernel refuses every write)")
-	flags.BoolVar(&f.allowOther, "allow-other", false, "let other users access the mount")
-	flags.UintVar(&f.uid, "uid", 0, "owner of every file (default: the caller)")
-	flags.UintVar(&f.gid, "gid", 0, "group of every file (default: the caller's)")
-	flags.StringVar(&f.cacheDir, "cache-dir", "", "disk cache directory (default /var/cache/deltafs as root, else ~/.cache/deltafs)")
-	flags.StringVar(&f.cacheSize, "cache-size", "10G", "disk cache bound, e.g. 10G, 512M")
-	flags.DurationVar(&f.refresh, "refresh", fs.DefaultRefresh, "how often @latest looks for new commits")
-	flags.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	flags.BoolVar(&f.xattrs, "xattrs", false, "serve user.delta.* extended attributes on data files")
-	flags.BoolVar(&f.noPassthrough, "no-passthrough", false, "serve every read in userspace (no kernel passthrough)")
-	flags.BoolVar(&f.debug, "debug", false, "log every FUSE request")
+	f.define(flags)
 	pos, err := parseFlags(flags, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) < 2 {
+	cfg, err := f.resolve(flags, pos)
+	if errors.Is(err, errUsage) {
 		flags.Usage()
-		return errUsage
 	}
-	cfg, err := f.config(pos)
 	if err != nil {
 		return err
 	}
-	return serveMount(ctx, cfg)
+	if f.daemon && !isDaemonChild() {
+		return daemonize(args, f.logFile)
+	}
+	return serveMount(ctx, cfg, &f)
 }
 
-// config builds the mount config from the flags and positional arguments.
-func (f *mountFlags) config(pos []string) (fs.Config, error) {
+// define declares the mount flags on flags (rclone/gcsfuse style names).
+func (f *mountFlags) define(flags *flag.FlagSet) {
+	flags.StringVar(&f.configFile, "config", "", "YAML `FILE` with tables, mountpoint and flags (see above)")
+	flags.BoolVar(&f.readOnly, "read-only", false, "mount read-only (the kernel refuses every write; no inbox/)")
+	flags.BoolVar(&f.singleWriter, "single-writer", false, "allow appends to tables whose object store fails the put-if-absent probe (only safe if this mount is the only writer)")
+	flags.BoolVar(&f.allowOther, "allow-other", false, "let other users access the mount (non-root: needs user_allow_other in /etc/fuse.conf)")
+	flags.UintVar(&f.uid, "uid", 0, "`UID` owning every file (default: the caller)")
+	flags.UintVar(&f.gid, "gid", 0, "`GID` of every file (default: the caller's)")
+	flags.StringVar(&f.cacheDir, "cache-dir", "", "disk cache `DIR` (default /var/cache/deltafs as root, else ~/.cache/deltafs)")
+	f.cacheSize = "10G"
+	flags.Var(checkedString{&f.cacheSize, func(s string) error { _, err := parseSize(s); return err }},
+		"cache-size", "disk cache bound in bytes (`SIZE`: 10G, 512M, ...)")
+	flags.DurationVar(&f.refresh, "refresh", fs.DefaultRefresh, "how often @latest looks for new commits")
+	f.logLevel = "info"
+	flags.Var(checkedString{&f.logLevel, func(s string) error { var l slog.Level; return l.UnmarshalText([]byte(s)) }},
+		"log-level", "`LEVEL`: debug, info, warn or error")
+	flags.StringVar(&f.logFile, "log-file", "", "append logs to `FILE` instead of stderr")
+	flags.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics, e.g. 127.0.0.1:9464")
+	flags.BoolVar(&f.daemon, "daemon", false, "run in the background: print the pid and exit once the mount is ready")
+	flags.BoolVar(&f.xattrs, "xattrs", false, "serve user.delta.* extended attributes on data files")
+	flags.BoolVar(&f.noPassthrough, "no-passthrough", false, "serve every read in userspace (no kernel passthrough)")
+	flags.BoolVar(&f.debug, "debug", false, "log every FUSE request")
+}
+
+// resolve applies the config file (if any) under the command-line flags
+// and builds the mount config.
+func (f *mountFlags) resolve(flags *flag.FlagSet, pos []string) (fs.Config, error) {
+	var mf *mountFile
+	if f.configFile != "" {
+		var err error
+		if mf, err = loadMountFile(f.configFile, flags); err != nil {
+			return fs.Config{}, err
+		}
+		if err := applySettings(flags, mf.settings, setFlags(flags)); err != nil {
+			return fs.Config{}, err
+		}
+	}
+	sources, mountpoint, err := mergeArgs(mf, pos)
+	if err != nil {
+		return fs.Config{}, err
+	}
+	return f.config(sources, mountpoint)
+}
+
+// config builds the mount config from the flags, the sources and the
+// mountpoint. Its Logger writes to stderr; serveMount redirects it to
+// --log-file.
+func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fs.Config{}, fmt.Errorf("--log-level: %w", err)
@@ -81,44 +136,60 @@ func (f *mountFlags) config(pos []string) (fs.Config, error) {
 	if err != nil {
 		return fs.Config{}, fmt.Errorf("--cache-size: %w", err)
 	}
-	cfg := fs.Config{
-		Mountpoint: pos[len(pos)-1],
-		ReadOnly:   f.readOnly, AllowOther: f.allowOther, XAttrs: f.xattrs, NoPassthrough: f.noPassthrough,
+	return fs.Config{
+		Sources:    sources,
+		Mountpoint: mountpoint,
+		ReadOnly:   f.readOnly, SingleWriter: f.singleWriter, AllowOther: f.allowOther, XAttrs: f.xattrs, NoPassthrough: f.noPassthrough,
 		UID: uint32(f.uid), GID: uint32(f.gid),
 		CacheDir: f.cacheDir, CacheSize: size, Refresh: f.refresh,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
-		Debug:  f.debug, EngineInfo: "deltafs/" + version,
-	}
-	for _, arg := range pos[:len(pos)-1] {
-		cfg.Sources = append(cfg.Sources, parseSource(arg))
-	}
-	return cfg, nil
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Debug:      f.debug,
+		EngineInfo: "deltafs/" + version,
+	}, nil
 }
 
-// serveMount mounts, says so on stderr, and unmounts when ctx ends (a
-// signal); it returns once the mount is gone.
-func serveMount(ctx context.Context, cfg fs.Config) error {
-	srv, err := fs.Mount(ctx, cfg)
+// serveMount mounts, says so on stderr (or in --log-file), serves
+// metrics on --metrics-addr, reports readiness (to a --daemon parent or
+// systemd) and unmounts when ctx ends (a signal); it returns once the
+// mount is gone.
+func serveMount(ctx context.Context, cfg fs.Config, f *mountFlags) (err error) {
+	defer func() { notifyReady(err) }() // a failure before the mount reaches the parent
+	out, closeLog, err := openLog(f.logFile)
 	if err != nil {
 		return err
 	}
-	for name, reason := range srv.Refused() {
-		fmt.Fprintf(os.Stderr, "deltafs: table %s refused: %v\n", name, reason)
+	defer closeLog()
+	cfg.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: levelOf(f.logLevel)}))
+	metrics, err := listenMetrics(f.metricsAddr)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(os.Stderr, "deltafs: mounted %d tables at %s\n", len(srv.Tables()), cfg.Mountpoint)
+	srv, err := fs.Mount(ctx, cfg)
+	if err != nil {
+		closeListener(metrics)
+		return err
+	}
+	stopMetrics := serveMetrics(metrics, srv, cfg.Logger)
+	defer stopMetrics()
+	for name, reason := range srv.Refused() {
+		fmt.Fprintf(out, "deltafs: table %s refused: %v\n", name, reason)
+	}
+	fmt.Fprintf(out, "deltafs: mounted %d tables at %s\n", len(srv.Tables()), cfg.Mountpoint)
+	notifyReady(nil)
 	go func() {
 		<-ctx.Done()
+		notifyStopping()
 		if err := srv.Unmount(); err != nil {
 			// Files are still open: detach now, the kernel finishes the
 			// unmount when the last one is closed.
-			fmt.Fprintf(os.Stderr, "deltafs: %v; detaching\n", err)
+			fmt.Fprintf(out, "deltafs: %v; detaching\n", err)
 			if err := unmountPath(cfg.Mountpoint, true); err != nil {
-				fmt.Fprintf(os.Stderr, "deltafs: detach %s: %v\n", cfg.Mountpoint, err)
+				fmt.Fprintf(out, "deltafs: detach %s: %v\n", cfg.Mountpoint, err)
 			}
 		}
 	}()
 	srv.Wait()
-	fmt.Fprintf(os.Stderr, "deltafs: unmounted %s\n", cfg.Mountpoint)
+	fmt.Fprintf(out, "deltafs: unmounted %s\n", cfg.Mountpoint)
 	return nil
 }
 
