@@ -32,9 +32,8 @@ func reencodeGroup(root *parquet.Column, rg parquet.RowGroup, src *format.RowGro
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(groupSize(src))) // the output is at most about the input's size: avoid regrowing
-	w := parquet.NewWriter(&buf, schema)
+	buf := bytes.NewBuffer(getGroupBuffer(groupSize(src))) // about the input's size: no regrowing
+	w := parquet.NewWriter(buf, schema)
 	rgw := w.BeginRowGroup()
 	dst, chunks := rgw.ColumnWriters(), rg.ColumnChunks()
 	if len(dst) != len(chunks) || len(chunks) != len(src.Columns) {
@@ -53,6 +52,25 @@ func reencodeGroup(root *parquet.Column, rg parquet.RowGroup, src *format.RowGro
 		return nil, fmt.Errorf("encode row group: %w", err)
 	}
 	return checkEncoded(buf.Bytes(), src, src.NumRows-int64(len(deleted)))
+}
+
+// groupBuffers holds the buffers of re-encoded row groups already written out, so that the next
+// group does not allocate (and zero) its buffer again.
+var groupBuffers sync.Pool
+
+// getGroupBuffer returns an empty buffer of at least n bytes' capacity.
+func getGroupBuffer(n int64) []byte {
+	if b, ok := groupBuffers.Get().(*[]byte); ok && int64(cap(*b)) >= n {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// release hands the group's buffer back for reuse; enc must not be used afterwards.
+func (enc *encodedGroup) release() {
+	b := enc.data[:0]
+	enc.data = nil
+	groupBuffers.Put(&b)
 }
 
 // checkEncoded reads back the temporary file's footer and checks that its row group matches the

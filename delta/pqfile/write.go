@@ -88,6 +88,7 @@ func (p *Plan) emitRowGroups(s sink) error {
 			var enc *encodedGroup
 			if enc, err = re.wait(i); err == nil {
 				rg, err = p.emitReencoded(s, enc, i, len(meta.RowGroups))
+				enc.release()
 			}
 		}
 		if err != nil {
