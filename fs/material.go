@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,8 @@ type materializer struct {
 	tables *tableIndex
 	data   *dataSource
 	cache  *blobcache.Cache
+	log    *slog.Logger
+	stats  *metrics
 	// verified holds the cache keys whose entry this process built or
 	// checked against its CRC: entries are written without fsync.
 	verified sync.Map
@@ -76,7 +79,7 @@ func (m *materializer) derive(ctx context.Context, snap *delta.Snapshot, f *delt
 	}
 	key := strings.Join([]string{"deltafs-composite/v1", t.store.String(), f.Key,
 		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping}, "|")
-	build := func(w io.Writer) error {
+	build := m.progress(t.name, snap, f, func(w io.Writer) error {
 		deleted, err := snap.DeletedRows(ctx, f.Add)
 		if err != nil {
 			return err
@@ -91,7 +94,7 @@ func (m *materializer) derive(ctx context.Context, snap *delta.Snapshot, f *delt
 			return err
 		}
 		return writeEntry(w, plan)
-	}
+	})
 	l, df, err := m.entry(ctx, key, f.Add.Size, build)
 	if err != nil {
 		return nil, nil, fmt.Errorf("materialize %s: %w", f.Key, err)
@@ -126,6 +129,9 @@ func (m *materializer) entry(ctx context.Context, key string, srcSize int64, bui
 		df.Close()
 		if attempt > 0 || !errors.Is(err, errTornEntry) {
 			return nil, nil, err
+		}
+		if m.log != nil {
+			m.log.Warn("deltafs: rebuilding a torn cache entry", "err", err)
 		}
 	}
 }

@@ -22,6 +22,8 @@ type Server struct {
 	cfg    Config
 	fuse   *fuse.Server
 	cache  *blobcache.Cache
+	stats  *metrics
+	start  time.Time
 	tables []*mountedTable
 	dirs   []*nodes.TableDir
 	// staging holds the inbox's staged files, removed at unmount; ""
@@ -59,8 +61,10 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 		closeTables(tables)
 		return nil, fmt.Errorf("cache: %w", err)
 	}
-	s := &Server{cfg: cfg, cache: cache, tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
+	s := &Server{cfg: cfg, cache: cache, stats: newMetrics(cache), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
+	instrumentTables(tables, s.stats)
 	root := s.buildTree(ctx)
+	root.EnableStatus(s.mountStatus)
 	if !cfg.ReadOnly {
 		if s.staging, err = s.enableInboxes(); err != nil {
 			cache.Close()
@@ -68,7 +72,8 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.fuse, err = gofs.Mount(cfg.Mountpoint, root, s.fuseOptions())
+	opts := s.fuseOptions()
+	s.fuse, err = mountTimed(cfg.Mountpoint, gofs.NewNodeFS(root, opts), &opts.MountOptions, s.stats)
 	if err != nil {
 		s.removeStaging()
 		cache.Close()
@@ -87,17 +92,20 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 	ix := newTableIndex(s.tables)
 	data := &dataSource{tables: ix, cache: s.cache}
-	env := nodes.NewEnv(data, &materializer{tables: ix, data: data, cache: s.cache}, nodes.Options{
+	mat := &materializer{tables: ix, data: data, cache: s.cache, log: s.cfg.Logger, stats: s.stats}
+	env := nodes.NewEnv(data, mat, nodes.Options{
 		Passthrough:  !s.cfg.NoPassthrough,
 		XAttrs:       s.cfg.XAttrs,
 		ShortTimeout: s.cfg.Refresh,
 		Logger:       s.cfg.Logger,
+		Observer:     s.stats,
 	})
 	for _, t := range s.tables {
 		d := nodes.NewTableDir(env, t.name, t.table)
 		if _, err := d.Refresh(ctx); err != nil {
 			s.cfg.Logger.Warn("deltafs: table refused", "table", t.name, "location", t.store.String(), "err", err)
 		}
+		s.stats.setTable(d)
 		s.dirs = append(s.dirs, d)
 	}
 	return nodes.NewRoot(s.dirs)
@@ -168,6 +176,7 @@ func (s *Server) refreshLoop(ctx context.Context) {
 			if changed {
 				d.Invalidate()
 			}
+			s.stats.setTable(d) // also after commits, which refresh d themselves
 			s.logRefresh(d.Name(), err, &lastErr[i])
 		}
 	}

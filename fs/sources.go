@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/nodes"
 )
 
 // mountedTable is one table of the mount with its storage.
@@ -139,6 +140,9 @@ func defaultName(location string) string {
 func checkName(name string) error {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 		return fmt.Errorf("bad table name %q", name)
+	}
+	if name == nodes.StatusName {
+		return fmt.Errorf("table name %q is reserved for the mount's status file", name)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
@@ -86,6 +87,18 @@ type Options struct {
 	LongTimeout time.Duration
 	// Logger receives the reasons of failed operations (default: discard).
 	Logger *slog.Logger
+	// Observer, when set, is told of every failed operation (metrics).
+	Observer Observer
+}
+
+// Observer is told of each operation that failed, once its errno is
+// chosen (errno.go): refused is true for an inbox refusal (the user's
+// file or name, or a table deltafs cannot write: EINVAL, EROFS), false
+// for an error (EIO, EOPNOTSUPP, ...). Not-found (ENOENT) and interrupted
+// (EINTR) operations are not reported. Implementations must be fast and
+// safe for concurrent use.
+type Observer interface {
+	Failed(op string, errno syscall.Errno, refused bool)
 }
 
 // Env is what every node of one mount shares. Build it with NewEnv; its

@@ -39,9 +39,11 @@ func (e *Env) metaErrno(op string, err error, attrs ...any) syscall.Errno {
 		return syscall.ENOENT
 	case errors.Is(err, delta.ErrUnsupportedFeature):
 		e.logFailure(op, err, attrs)
+		e.observe(op, syscall.EOPNOTSUPP, false)
 		return syscall.EOPNOTSUPP
 	default:
 		e.logFailure(op, err, attrs)
+		e.observe(op, syscall.EIO, false)
 		return syscall.EIO
 	}
 }
@@ -55,7 +57,15 @@ func (e *Env) dataErrno(op string, err error, attrs ...any) syscall.Errno {
 		return syscall.EINTR
 	default:
 		e.logFailure(op, err, attrs)
+		e.observe(op, syscall.EIO, false)
 		return syscall.EIO
+	}
+}
+
+// observe tells the Observer, if any, of a failed operation.
+func (e *Env) observe(op string, errno syscall.Errno, refused bool) {
+	if e.Opts.Observer != nil {
+		e.Opts.Observer.Failed(op, errno, refused)
 	}
 }
 
@@ -88,14 +98,17 @@ func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
 		return 0
 	case errors.Is(err, ErrInvalidFile):
 		e.log.Warn("deltafs: inbox "+op+" refused", append(attrs, "err", err.Error())...)
+		e.observe("inbox "+op, syscall.EINVAL, true)
 		return syscall.EINVAL
 	case errors.Is(err, ErrNotWritable):
 		e.log.Warn("deltafs: inbox "+op+" refused", append(attrs, "err", err.Error())...)
+		e.observe("inbox "+op, syscall.EROFS, true)
 		return syscall.EROFS
 	case cancelled(err):
 		return syscall.EINTR
 	default:
 		e.logFailure("inbox "+op, err, attrs)
+		e.observe("inbox "+op, syscall.EIO, false)
 		return syscall.EIO
 	}
 }

@@ -16,6 +16,7 @@ type RootDir struct {
 	readOnlyDir
 
 	tables []*TableDir
+	status *StatusFile // set by EnableStatus; nil: no status file
 }
 
 var (
@@ -31,6 +32,10 @@ func (r *RootDir) OnAdd(ctx context.Context) {
 	for _, t := range r.tables {
 		ch := r.NewPersistentInode(ctx, t, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: t.Ino()})
 		r.AddChild(t.name, ch, false)
+	}
+	if r.status != nil {
+		ch := r.NewPersistentInode(ctx, r.status, fs.StableAttr{Mode: syscall.S_IFREG, Ino: stableIno(kindStatus, "", 0, "")})
+		r.AddChild(StatusName, ch, false)
 	}
 }
 

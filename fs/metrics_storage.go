@@ -1,0 +1,79 @@
+package fs
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/deltafs/deltafs/delta"
+)
+
+// timedStorage is a table's delta.Storage as the log engine and the
+// inbox's committer see it: every request is timed, and a put-if-absent
+// of a log file counts as a commit (success) or a conflict (lost race).
+// Data files are read through the block cache, not through it.
+type timedStorage struct {
+	delta.Storage
+	table string
+	m     *metrics
+}
+
+var _ delta.Storage = (*timedStorage)(nil)
+
+// instrumentTables reopens each table over a timed storage. It must run
+// before any table is read: delta.Open does no I/O, and nothing is lost.
+func instrumentTables(ts []*mountedTable, m *metrics) {
+	for _, t := range ts {
+		t.table = delta.Open(&timedStorage{Storage: t.store, table: t.name, m: m}, delta.Options{})
+	}
+}
+
+func (s *timedStorage) List(ctx context.Context, dir, from string) ([]delta.ObjectInfo, error) {
+	start := time.Now()
+	out, err := s.Storage.List(ctx, dir, from)
+	s.m.storageRequest(s.table, "list", dir, start, err)
+	return out, err
+}
+
+func (s *timedStorage) ListDirs(ctx context.Context, dir string) ([]string, error) {
+	start := time.Now()
+	out, err := s.Storage.ListDirs(ctx, dir)
+	s.m.storageRequest(s.table, "list_dirs", dir, start, err)
+	return out, err
+}
+
+func (s *timedStorage) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) {
+	start := time.Now()
+	out, err := s.Storage.Stat(ctx, key)
+	s.m.storageRequest(s.table, "stat", key, start, err)
+	return out, err
+}
+
+// ReadRange times the request until the object starts streaming.
+func (s *timedStorage) ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	start := time.Now()
+	rc, err := s.Storage.ReadRange(ctx, key, off, length)
+	s.m.storageRequest(s.table, "read", key, start, err)
+	return rc, err
+}
+
+func (s *timedStorage) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	start := time.Now()
+	err := s.Storage.PutIfAbsent(ctx, key, data)
+	s.m.storageRequest(s.table, "put_if_absent", key, start, err)
+	return err
+}
+
+func (s *timedStorage) Put(ctx context.Context, key string, r io.Reader) error {
+	start := time.Now()
+	err := s.Storage.Put(ctx, key, r)
+	s.m.storageRequest(s.table, "put", key, start, err)
+	return err
+}
+
+func (s *timedStorage) Delete(ctx context.Context, key string) error {
+	start := time.Now()
+	err := s.Storage.Delete(ctx, key)
+	s.m.storageRequest(s.table, "delete", key, start, err)
+	return err
+}

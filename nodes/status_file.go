@@ -1,0 +1,219 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// StatusName is the mount's status file, at the root of the mount.
+const StatusName = ".deltafs-status.json"
+
+// statusRefusalsShown bounds the recent refusals listed per inbox.
+const statusRefusalsShown = 20
+
+// MountStatus is the content of the status file: the state of every
+// table as of the moment it is read, and what package fs adds (Mount).
+type MountStatus struct {
+	Time   time.Time     `json:"time"`
+	Tables []TableStatus `json:"tables"`
+	// Mount is the mount-wide state fs reports (mountpoint, options,
+	// cache use); nil when it reports nothing.
+	Mount any `json:"mount,omitempty"`
+}
+
+// TableStatus is one table of MountStatus. Exactly one of Version and
+// Refused is set once the table has been read.
+type TableStatus struct {
+	Name string `json:"name"`
+	// Version is the newest version the mount serves as @latest.
+	Version *int64 `json:"version,omitempty"`
+	// Timestamp is that version's commit time.
+	Timestamp *time.Time `json:"timestamp,omitempty"`
+	// Refused says why the table cannot be read (its _deltafs_error.txt).
+	Refused string `json:"refused,omitempty"`
+	// Inbox is the table's inbox; nil on a read-only mount.
+	Inbox *InboxState `json:"inbox,omitempty"`
+}
+
+// InboxState is the state of one table's inbox/.
+type InboxState struct {
+	// Writable is false when deltafs cannot append to the table;
+	// NotWritable then says why.
+	Writable    bool   `json:"writable"`
+	NotWritable string `json:"notWritable,omitempty"`
+	// Pending are the staged files not yet committed or refused.
+	Pending []PendingFile `json:"pending"`
+	// Commits and Refusals count the outcomes kept in _status.jsonl.
+	Commits  int `json:"commits"`
+	Refusals int `json:"refusals"`
+	// Refused are the most recent refusals, newest last.
+	Refused []StatusEvent `json:"refused"`
+}
+
+// PendingFile is a staged file of an inbox.
+type PendingFile struct {
+	File       string `json:"file"` // path under inbox/
+	Bytes      int64  `json:"bytes"`
+	Committing bool   `json:"committing"`
+}
+
+// StatusFile is MOUNTPOINT/.deltafs-status.json: a JSON document
+// (MountStatus) computed when opened, so that it is never stale.
+type StatusFile struct {
+	fs.Inode
+	readOnlyFile
+
+	tables []*TableDir
+	extra  func() any
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*StatusFile)(nil))
+	_ = (fs.NodeOpener)((*StatusFile)(nil))
+)
+
+// EnableStatus makes the root hold the status file, with extra's result
+// (may be nil) as its "mount" member. Call it before mounting.
+func (r *RootDir) EnableStatus(extra func() any) {
+	r.status = &StatusFile{tables: r.tables, extra: extra}
+}
+
+// Status returns the mount's status as of now.
+func (s *StatusFile) Status(ctx context.Context) MountStatus {
+	st := MountStatus{Time: time.Now().UTC(), Tables: make([]TableStatus, 0, len(s.tables))}
+	for _, d := range s.tables {
+		st.Tables = append(st.Tables, d.status(ctx))
+	}
+	if s.extra != nil {
+		st.Mount = s.extra()
+	}
+	return st
+}
+
+// content returns the status as indented JSON.
+func (s *StatusFile) content(ctx context.Context) []byte {
+	b, err := json.MarshalIndent(s.Status(ctx), "", "  ")
+	if err != nil {
+		return []byte(`{"error": "cannot encode the status"}` + "\n")
+	}
+	return append(b, '\n')
+}
+
+// Getattr reports a read-only file of the current size.
+func (s *StatusFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fillAttr(&out.Attr, stableIno(kindStatus, "", 0, ""), modeFile, int64(len(s.content(ctx))), time.Time{})
+	out.SetTimeout(0)
+	return 0
+}
+
+// Open returns the status as of now (direct I/O: its size changes).
+func (s *StatusFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if isWriteOpen(flags) {
+		return nil, 0, errReadOnly
+	}
+	return bytesHandle(s.content(ctx)), fuse.FOPEN_DIRECT_IO, 0
+}
+
+// kindStatus is the stable-inode kind of the status file.
+const kindStatus = "status"
+
+// status returns the table's state without reading storage.
+func (d *TableDir) status(ctx context.Context) TableStatus {
+	d.mu.Lock()
+	snap, refused := d.latest, d.refused
+	d.mu.Unlock()
+	ts := TableStatus{Name: d.name}
+	if snap != nil {
+		v, t := snap.Version(), snap.Timestamp()
+		ts.Version, ts.Timestamp = &v, &t
+	} else if refused != nil {
+		ts.Refused = refused.Error()
+	}
+	if d.inbox != nil {
+		ts.Inbox = d.inbox.state(ctx)
+	}
+	return ts
+}
+
+// state returns the inbox's writability, staged files and outcomes.
+func (in *inbox) state(ctx context.Context) *InboxState {
+	st := &InboxState{Writable: true, Pending: in.pending(), Refused: []StatusEvent{}}
+	if err := in.writable(ctx); err != nil {
+		st.Writable, st.NotWritable = false, err.Error()
+	}
+	in.status.mu.Lock()
+	events := append([]StatusEvent(nil), in.status.events...)
+	in.status.mu.Unlock()
+	for _, e := range events {
+		if e.Error == "" {
+			st.Commits++
+			continue
+		}
+		st.Refusals++
+		st.Refused = append(st.Refused, e)
+	}
+	if n := len(st.Refused); n > statusRefusalsShown {
+		st.Refused = st.Refused[n-statusRefusalsShown:]
+	}
+	return st
+}
+
+// pending lists the staged files under the inbox, sorted by path.
+func (in *inbox) pending() []PendingFile {
+	in.mu.Lock()
+	root := in.root
+	in.mu.Unlock()
+	out := []PendingFile{}
+	if root == nil {
+		return out
+	}
+	var walk func(n *fs.Inode)
+	walk = func(n *fs.Inode) {
+		for _, ch := range n.Children() {
+			switch op := ch.Operations().(type) {
+			case *InboxDir:
+				walk(ch)
+			case *InboxFile:
+				if p, ok := op.pendingFile(); ok {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	walk(root)
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// pendingFile describes f unless its outcome is decided.
+func (f *InboxFile) pendingFile() (PendingFile, bool) {
+	rel := f.rel()
+	f.mu.Lock()
+	state, size := f.state, f.size
+	f.mu.Unlock()
+	if state == stateDone {
+		return PendingFile{}, false
+	}
+	if st, err := os.Stat(f.path); err == nil {
+		size = st.Size()
+	}
+	return PendingFile{File: rel, Bytes: size, Committing: state == stateCommitting}, true
+}
+
+// Version returns the newest version the directory serves as @latest;
+// ok is false while the table has not been read or is refused.
+func (d *TableDir) Version() (version int64, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.latest == nil {
+		return -1, false
+	}
+	return d.latest.Version(), true
+}
