@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 )
 
@@ -39,19 +40,36 @@ Usage:
 
 Commands:
 %s
-Run 'deltafs <command> --help' for a command's flags and examples.
+Examples:
+  deltafs demo                                   # a sample table mounted at ./demo/mnt
+  deltafs mount ./warehouse /mnt/delta           # every table under ./warehouse
+  deltafs ls ./warehouse/orders@v3 --json        # live files of a version
+  deltafs history ./warehouse/orders             # versions, times, operations
+  deltafs append ./warehouse/orders new.parquet  # commit files as one new version
+  deltafs unmount /mnt/delta
+
+Run 'deltafs <command> --help' for a command's flags and examples. Installed
+as mount.fuse.deltafs (a symlink), it is mount(8)'s helper for fstab lines
+of type fuse.deltafs (see 'deltafs mount --help').
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if filepath.Base(os.Args[0]) == fstabHelperName {
+		os.Exit(runFstab(ctx, os.Args[1:]))
+	}
 	os.Exit(run(ctx, os.Args[1:]))
 }
 
 func run(ctx context.Context, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		printUsage()
 		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage()
+		return 0
 	}
 	if args[0] == "--version" || args[0] == "version" {
 		fmt.Println("deltafs", version)

@@ -21,7 +21,7 @@ func newFlags(name, args, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: deltafs %s [flags] %s\n\n%s\nFlags:\n", name, args, help)
-		fs.PrintDefaults()
+		printFlags(os.Stderr, fs)
 	}
 	return fs
 }
