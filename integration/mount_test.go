@@ -20,6 +20,7 @@ import (
 
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/nodes"
 )
 
 // mountFixtures mounts the DV, column-mapping, escaped-partition and
@@ -50,7 +51,7 @@ func readDirNames(t *testing.T, dir string) []string {
 
 func TestMountTableDirs(t *testing.T) {
 	mnt := mountFixtures(t, dfs.Config{})
-	if got, want := readDirNames(t, mnt), []string{"bad", "cm", "dv", "esc"}; !slices.Equal(got, want) {
+	if got, want := readDirNames(t, mnt), []string{nodes.StatusName, "bad", "cm", "dv", "esc"}; !slices.Equal(got, want) {
 		t.Fatalf("root lists %v, want %v", got, want)
 	}
 	for name, fixture := range map[string]string{"dv": fixtureDV, "cm": fixtureCM, "esc": fixtureEscaped} {
