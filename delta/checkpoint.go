@@ -31,7 +31,7 @@ func readCheckpoint(ctx context.Context, s Storage, files []LogFile) (*tableStat
 		return nil
 	}
 	for _, f := range files {
-		if err := readActionsFile(ctx, s, f.Key, f.JSON, apply); err != nil {
+		if err := readActionsFile(ctx, s, f.Key, f.Size, f.JSON, apply); err != nil {
 			return nil, fmt.Errorf("checkpoint %d: %w", f.Version, err)
 		}
 	}
@@ -64,9 +64,10 @@ func applyCheckpointAction(st *tableState, a *Action) {
 	}
 }
 
-// readActionsFile reads a whole JSON or Parquet file of actions.
-func readActionsFile(ctx context.Context, s Storage, key string, isJSON bool, fn func(*Action) error) error {
-	data, err := ReadAll(ctx, s, key)
+// readActionsFile reads a whole JSON or Parquet file of actions, of the
+// listed size (0: unknown).
+func readActionsFile(ctx context.Context, s Storage, key string, size int64, isJSON bool, fn func(*Action) error) error {
+	data, err := readSized(ctx, s, key, size)
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func readSidecars(ctx context.Context, s Storage, sidecars []*Sidecar, st *table
 				return
 			}
 			var batch []*Action
-			err = readActionsFile(ctx, s, key, strings.HasSuffix(key, ".json"), func(a *Action) error {
+			err = readActionsFile(ctx, s, key, 0, strings.HasSuffix(key, ".json"), func(a *Action) error {
 				if a.Add == nil && a.Remove == nil {
 					return nil
 				}

@@ -143,7 +143,7 @@ type commitFile struct {
 
 // readCommit reads and parses one commit file.
 func readCommit(ctx context.Context, s Storage, f LogFile) (*commitFile, error) {
-	data, err := ReadAll(ctx, s, f.Key)
+	data, err := readSized(ctx, s, f.Key, f.Size)
 	if err != nil {
 		return nil, fmt.Errorf("read commit %d: %w", f.Version, err)
 	}

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 )
@@ -63,6 +64,19 @@ func ReadAll(ctx context.Context, s Storage, key string) ([]byte, error) {
 	}
 	defer rc.Close()
 	return io.ReadAll(rc)
+}
+
+// readSized reads a whole log object whose size a listing reported, and
+// fails, wrapping io.ErrUnexpectedEOF, when the storage returns another
+// number of bytes: a body cut short without an error must not pass for a
+// shorter commit or checkpoint. The failure is transient (not
+// ErrCorruptLog). size <= 0 (unknown) skips the check.
+func readSized(ctx context.Context, s Storage, key string, size int64) ([]byte, error) {
+	data, err := ReadAll(ctx, s, key)
+	if err == nil && size > 0 && int64(len(data)) != size {
+		err = fmt.Errorf("read %s: got %d bytes, the listing says %d: %w", key, len(data), size, io.ErrUnexpectedEOF)
+	}
+	return data, err
 }
 
 // ReaderAt adapts one object of a Storage to io.ReaderAt, for format code
