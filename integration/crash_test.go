@@ -24,7 +24,8 @@ import (
 	"github.com/deltafs/deltafs/writeback"
 )
 
-// Trial counts of the short series (crash_soak_test.go raises them).
+// Trial counts of the short series (crash_soak_test.go raises them;
+// DELTAFS_CRASH_TRIALS=n sets both).
 var (
 	crashMountTrials  = 12
 	crashAppendTrials = 8
@@ -77,6 +78,14 @@ func newCrashRun(t *testing.T) *crashRun {
 	return r
 }
 
+// crashTrials is n, or DELTAFS_CRASH_TRIALS when set.
+func crashTrials(n int) int {
+	if v, err := strconv.Atoi(os.Getenv("DELTAFS_CRASH_TRIALS")); err == nil && v > 0 {
+		return v
+	}
+	return n
+}
+
 // env is the environment of a deltafs process: TMPDIR and the crash point.
 func (r *crashRun) env(point string) []string {
 	env := []string{"TMPDIR=" + r.tmpDir}
@@ -104,7 +113,7 @@ func (r *crashRun) plan(i, maxHit int, maxDelay time.Duration) (point string, de
 
 func TestCrashMountAppends(t *testing.T) {
 	r := newCrashRun(t)
-	for i := range crashMountTrials {
+	for i := range crashTrials(crashMountTrials) {
 		r.mountTrial(i)
 		if t.Failed() {
 			t.Fatalf("stopping after trial %d; mount log above", i)
@@ -116,7 +125,7 @@ func TestCrashMountAppends(t *testing.T) {
 
 func TestCrashAppendCommand(t *testing.T) {
 	r := newCrashRun(t)
-	for i := range crashAppendTrials {
+	for i := range crashTrials(crashAppendTrials) {
 		r.appendTrial(i)
 		if t.Failed() {
 			t.Fatalf("stopping after trial %d", i)

@@ -47,7 +47,7 @@ type auditCommit struct {
 // auditTable reads every commit of the table at root and its files. It
 // fails the test when the commits are not contiguous from 0 or a commit
 // does not parse.
-func auditTable(t *testing.T, root string) *tableAudit {
+func auditTable(t testing.TB, root string) *tableAudit {
 	t.Helper()
 	a := &tableAudit{sources: map[string][]int64{}, adds: map[string]int64{}, txns: map[string][]int64{},
 		sums: map[string][32]byte{}, addSize: map[string]int64{}, files: map[string]fs.FileInfo{}}
@@ -71,7 +71,7 @@ func auditTable(t *testing.T, root string) *tableAudit {
 
 // logVersions lists the commit versions in _delta_log (sorted) and the
 // temp files a put-if-absent left there.
-func logVersions(t *testing.T, root string) ([]int64, []string) {
+func logVersions(t testing.TB, root string) ([]int64, []string) {
 	t.Helper()
 	ents, err := os.ReadDir(filepath.Join(root, "_delta_log"))
 	if err != nil {
@@ -96,7 +96,7 @@ func logVersions(t *testing.T, root string) ([]int64, []string) {
 
 // readAuditCommit parses commit v, recording its adds in a (a data file
 // added twice fails the test).
-func readAuditCommit(t *testing.T, root string, v int64, a *tableAudit) auditCommit {
+func readAuditCommit(t testing.TB, root string, v int64, a *tableAudit) auditCommit {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "_delta_log", fmt.Sprintf("%020d.json", v)))
 	if err != nil {
@@ -137,7 +137,7 @@ func readAuditCommit(t *testing.T, root string, v int64, a *tableAudit) auditCom
 
 // scanDataFiles lists the table's data files (outside _delta_log),
 // records the orphans and hashes the files deltafs added.
-func (a *tableAudit) scanDataFiles(t *testing.T, root string) {
+func (a *tableAudit) scanDataFiles(t testing.TB, root string) {
 	t.Helper()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -167,7 +167,7 @@ func (a *tableAudit) scanDataFiles(t *testing.T, root string) {
 }
 
 // sum returns the sha256 of the data file key of the table at root.
-func (a *tableAudit) sum(t *testing.T, root, key string) [32]byte {
+func (a *tableAudit) sum(t testing.TB, root, key string) [32]byte {
 	t.Helper()
 	if s, ok := a.sums[key]; ok {
 		return s
@@ -184,7 +184,7 @@ func (a *tableAudit) sum(t *testing.T, root, key string) [32]byte {
 // data file of its recorded size, no txnId is committed twice, and the
 // engine builds every version from `from` to the latest with its live
 // files present on disk.
-func (a *tableAudit) checkConsistent(t *testing.T, root string, from int64) {
+func (a *tableAudit) checkConsistent(t testing.TB, root string, from int64) {
 	t.Helper()
 	for key, size := range a.addSize {
 		fi, ok := a.files[key]
@@ -203,7 +203,7 @@ func (a *tableAudit) checkConsistent(t *testing.T, root string, from int64) {
 }
 
 // checkVersionsBuild opens the table afresh and builds versions from..to.
-func checkVersionsBuild(t *testing.T, root string, from, to int64) {
+func checkVersionsBuild(t testing.TB, root string, from, to int64) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := blobstore.Open(ctx, root)
@@ -236,7 +236,7 @@ func checkVersionsBuild(t *testing.T, root string, from, to int64) {
 // the file given); an unacknowledged one at most once. Files given to one
 // append (groups) land in one version or none. It returns how many
 // unacknowledged appends landed.
-func (a *tableAudit) checkAppends(t *testing.T, root string, sums map[string][32]byte, acked map[string]bool, groups [][]string) int {
+func (a *tableAudit) checkAppends(t testing.TB, root string, sums map[string][32]byte, acked map[string]bool, groups [][]string) int {
 	t.Helper()
 	landed := 0
 	for name, want := range sums {
@@ -266,7 +266,7 @@ func (a *tableAudit) checkAppends(t *testing.T, root string, sums map[string][32
 }
 
 // checkContent checks that version v's add for name holds the bytes given.
-func (a *tableAudit) checkContent(t *testing.T, root, name string, v int64, want [32]byte) {
+func (a *tableAudit) checkContent(t testing.TB, root, name string, v int64, want [32]byte) {
 	t.Helper()
 	c := a.commits[v]
 	i := slices.Index(c.sources, name)
