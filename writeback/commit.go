@@ -99,6 +99,14 @@ func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *tx
 			crashPoint(CrashCommitted)
 			return v, nil
 		}
+		// Back off before re-reading the log, not after: a retry built on
+		// a snapshot read before the sleep loses again to every commit made
+		// during it, and many writers then land about one version per
+		// backoff.
+		if err := sleep(ctx, wait/2+rand.N(wait)); err != nil {
+			return -1, err
+		}
+		wait = min(2*wait, time.Second)
 		landed, next, err := c.resolve(ctx, v, tx, putErr)
 		if err != nil || landed >= 0 {
 			return landed, err
@@ -108,10 +116,6 @@ func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *tx
 				c.table.Name(), v, next.Version(), c.opts.MaxRetry, attempt, delta.ErrConflict)
 		}
 		c.log.Debug("commit lost race, retrying", "version", v, "latest", next.Version(), "attempt", attempt)
-		if err := sleep(ctx, wait/2+rand.N(wait)); err != nil {
-			return -1, err
-		}
-		wait = min(2*wait, time.Second)
 		snap = next
 	}
 }
