@@ -61,6 +61,7 @@ type crashStats struct {
 	phase                          map[string]int // where random kills found the writer
 	stagedLeft, stagingDirsGone    int
 	orphans, logTmps, uploadTmps   int
+	partial                        int
 }
 
 func newCrashRun(t *testing.T) *crashRun {
@@ -292,11 +293,17 @@ func (r *crashRun) check(what string) {
 	a.checkConsistent(t, r.root, r.latest)
 	r.stats.landed = a.checkAppends(t, r.root, r.sums, r.acked, r.groups)
 	orphans := len(a.orphans) - r.baseOrph
-	if lost := r.stats.unacked - r.stats.landed; orphans > lost {
-		t.Errorf("%s: %d orphan data files, but only %d unacknowledged appends are missing: %v", what, orphans, lost, a.orphans)
+	if lost := r.stats.unacked - r.stats.landed; orphans+len(a.partial) > lost {
+		t.Errorf("%s: %d orphan data files and %d partial uploads, but only %d unacknowledged appends are missing: %v %v",
+			what, orphans, len(a.partial), lost, a.orphans, a.partial)
 	}
-	r.stats.orphans, r.stats.logTmps = orphans, len(a.logTmps)
-	tmps, _ := filepath.Glob(filepath.Join(r.tmpDir, "*.tmp"))
+	for _, p := range a.partial {
+		if !strings.HasPrefix(filepath.Base(p), "part-00000-") {
+			t.Errorf("%s: temp file %s is not an upload's", what, p)
+		}
+	}
+	r.stats.orphans, r.stats.logTmps, r.stats.partial = orphans, len(a.logTmps), len(a.partial)
+	tmps, _ := filepath.Glob(filepath.Join(r.tmpDir, "*"))
 	r.stats.uploadTmps = len(tmps)
 	r.stats.trials++
 	r.latest = a.latest
@@ -400,9 +407,9 @@ func (r *crashRun) finalAppend() {
 func (r *crashRun) report(what string) {
 	s := r.stats
 	r.t.Logf("%s: %d crash trials (%v); writer phase at random kills %v; files acknowledged %d, unacknowledged %d "+
-		"(%d of them committed whole, the rest absent); orphan data files %d; staged files left by dead mounts %d, "+
-		"staging dirs of dead mounts removed at restart %d; temp files in _delta_log %d; upload temp files in TMPDIR %d; versions now %d",
-		what, s.trials, s.byPoint, s.phase, s.acked, s.unacked, s.landed, s.orphans, s.stagedLeft, s.stagingDirsGone,
+		"(%d of them committed whole, the rest absent); orphan data files %d; partial uploads (*.tmp) %d; staged files left by dead mounts %d, "+
+		"staging dirs of dead mounts removed at restart %d; temp files in _delta_log %d; files left in TMPDIR %d; versions now %d",
+		what, s.trials, s.byPoint, s.phase, s.acked, s.unacked, s.landed, s.orphans, s.partial, s.stagedLeft, s.stagingDirsGone,
 		s.logTmps, s.uploadTmps, r.latest)
 }
 

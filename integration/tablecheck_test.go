@@ -30,6 +30,7 @@ type tableAudit struct {
 	adds    map[string]int64       // data file key -> version of its add
 	txns    map[string][]int64     // commitInfo.txnId -> versions
 	orphans []string               // data files no add names
+	partial []string               // upload temp files (*.tmp) beside the data files
 	logTmps []string               // temp files left in _delta_log
 	sums    map[string][32]byte    // data file key -> sha256 (files added by tests only)
 	addSize map[string]int64       // data file key -> add.size
@@ -156,7 +157,11 @@ func (a *tableAudit) scanDataFiles(t testing.TB, root string) {
 			return err
 		}
 		a.files[key] = fi
-		if _, ok := a.adds[key]; !ok {
+		_, added := a.adds[key]
+		switch {
+		case strings.HasSuffix(key, ".tmp"):
+			a.partial = append(a.partial, key)
+		case !added:
 			a.orphans = append(a.orphans, key)
 		}
 		return nil

@@ -91,7 +91,10 @@ func openLocal(dir string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("open %s: not a directory", abs)
 	}
-	b, err := fileblob.OpenBucket(abs, &fileblob.Options{Metadata: fileblob.MetadataDontWrite})
+	// NoTempDir: fileblob stages a Put in a temp file and renames it into
+	// place; in os.TempDir the rename fails (EXDEV) whenever TMPDIR is on
+	// another filesystem than the table (a tmpfs /tmp), failing every append.
+	b, err := fileblob.OpenBucket(abs, &fileblob.Options{Metadata: fileblob.MetadataDontWrite, NoTempDir: true})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", abs, err)
 	}
