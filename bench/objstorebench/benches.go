@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// benchSeq reads one object sequentially through fresh mounts and with a
+// ranged GET, alternating inside each trial, then once more through the
+// last mount (its caches warm).
+func benchSeq(o options, srv *s3Server) ([]section, error) {
+	name, err := writeObjectTable(srv, "seq/t", o.objBytes)
+	if err != nil {
+		return nil, err
+	}
+	st, err := srv.open("seq/t")
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var get, cold, warm []readTimes
+	for range o.trials {
+		g, err := readGET(st, name, o.objBytes)
+		if err != nil {
+			return nil, err
+		}
+		c, w, err := mountReads(o, srv.url("seq/t"), name)
+		if err != nil {
+			return nil, err
+		}
+		get, cold, warm = append(get, g), append(cold, c), append(warm, w)
+	}
+	return seqSections(o, get, cold, warm), nil
+}
+
+// mountReads reads the object twice through a fresh mount.
+func mountReads(o options, url, name string) (cold, warm readTimes, err error) {
+	m, err := mountTable(o.work, url)
+	if err != nil {
+		return cold, warm, err
+	}
+	defer m.unmount()
+	p := filepath.Join(m.dir, "@v0", name)
+	if cold, err = readFile(p, o.objBytes); err != nil {
+		return cold, warm, err
+	}
+	warm, err = readFile(p, o.objBytes)
+	return cold, warm, err
+}
+
+func seqSections(o options, get, cold, warm []readTimes) []section {
+	totals := func(ts []readTimes) time.Duration {
+		return median(pick(ts, func(t readTimes) time.Duration { return t.total }))
+	}
+	ttfbs := func(ts []readTimes) time.Duration {
+		return median(pick(ts, func(t readTimes) time.Duration { return t.ttfb }))
+	}
+	base, baseTTFB := totals(get), ttfbs(get)
+	seq := section{title: fmt.Sprintf("sequential read of a %d MiB object in S3 (versitygw on loopback; median of %d)", o.objBytes>>20, o.trials),
+		ratio: "GET time / time = throughput relative to one ranged GET with gocloud's S3 reader (higher is better)"}
+	seq.rows = []row{
+		{figure: "ranged GET, whole object", cfg: "gocloud s3blob", value: throughput(o.objBytes, base), ratio: 1},
+		{figure: "fresh mount, 1st read", cfg: "deltafs", value: throughput(o.objBytes, totals(cold)),
+			ratio: base.Seconds() / totals(cold).Seconds(), target: atLeast(0.8)},
+		{figure: "same mount, 2nd read", cfg: "deltafs", value: throughput(o.objBytes, totals(warm)),
+			ratio: base.Seconds() / totals(warm).Seconds()},
+	}
+	ttfb := section{title: fmt.Sprintf("time to first byte (first %d KiB) of the same object", firstRead>>10),
+		ratio: "time / the GET's time (lower is better)"}
+	ttfb.rows = []row{
+		{figure: "GET to first bytes", cfg: "gocloud s3blob", value: round(baseTTFB), ratio: 1},
+		{figure: "open + first read, fresh mount", cfg: "deltafs", value: round(ttfbs(cold)), ratio: ttfbs(cold).Seconds() / baseTTFB.Seconds()},
+		{figure: "open + first read, 2nd time", cfg: "deltafs", value: round(ttfbs(warm)), ratio: ttfbs(warm).Seconds() / baseTTFB.Seconds()},
+	}
+	return []section{seq, ttfb}
+}
+
+func pick(ts []readTimes, f func(readTimes) time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ts))
+	for i, t := range ts {
+		out[i] = f(t)
+	}
+	return out
+}
+
+// benchFind runs `find` over a snapshot of o.files files of an S3 table:
+// on fresh mounts (the first lookup loads the snapshot from S3) and warm,
+// against `find` over the same tree on the local disk.
+func benchFind(o options, srv *s3Server) ([]section, error) {
+	local := filepath.Join(o.work, "many-local")
+	if err := writeManyTable(srv, "many/t", local, o.files); err != nil {
+		return nil, err
+	}
+	const runs = 5
+	native, err := findWarm(local, o.files, runs)
+	if err != nil {
+		return nil, err
+	}
+	var cold, warm []time.Duration
+	for range o.trials {
+		m, err := mountTable(o.work, srv.url("many/t"))
+		if err != nil {
+			return nil, err
+		}
+		c, err := findOnce(filepath.Join(m.dir, "@v0"), o.files)
+		if err == nil {
+			var ws []time.Duration
+			ws, err = findWarm(filepath.Join(m.dir, "@v0"), o.files, runs)
+			warm = append(warm, ws...)
+		}
+		m.unmount()
+		if err != nil {
+			return nil, err
+		}
+		cold = append(cold, c)
+	}
+	base := median(native)
+	s := section{title: fmt.Sprintf("find over a %d-file snapshot of an S3 table (%d partitions)", o.files, partitions),
+		ratio: "time / native find over the same tree of empty local files, warm (lower is better)"}
+	s.rows = []row{
+		{figure: "find, warm", cfg: "native", value: round(base), ratio: 1},
+		{figure: "find, fresh mount (loads the snapshot)", cfg: "deltafs", value: round(median(cold)), ratio: median(cold).Seconds() / base.Seconds()},
+		{figure: "find, warm", cfg: "deltafs", value: round(median(warm)), ratio: median(warm).Seconds() / base.Seconds()},
+	}
+	return []section{s}, nil
+}

@@ -1,0 +1,130 @@
+// Command objstorebench measures a deltafs mount of tables in S3 (a local
+// versitygw, started here) against direct reads of the same objects with
+// gocloud's S3 reader, and prints every figure as a ratio to a baseline
+// measured in the same run, with the object-storage issue's targets:
+//
+//   - sequential read of one large object through the mount (fresh mount,
+//     1 MiB reads) vs one ranged GET of the whole object (target >= 0.8x
+//     the GET's throughput), and the time to first byte of each;
+//   - `find` over a 10,000-file snapshot of an S3 table, cold (fresh
+//     mount: includes loading the snapshot from S3) and warm, vs `find`
+//     over the same tree of empty files on the local disk.
+//
+// It needs /dev/fuse, root (or fusermount3) and versitygw (make
+// tools-servers); without them it says so and exits 0.
+//
+// Environment:
+//
+//	DELTAFS_BENCH_LARGE=1      the issue's size: a 256 MiB object
+//	DELTAFS_BENCH_OBJ_MIB=64   size of the sequentially read object
+//	DELTAFS_BENCH_FILES=10000  files of the `find` snapshot
+//	DELTAFS_BENCH_TRIALS=3     trials per figure (median)
+//	DELTAFS_BENCH_ONLY=seq,find  the benchmarks to run
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// options are the benchmark's settings, from the environment.
+type options struct {
+	objBytes      int64
+	files, trials int
+	only          map[string]bool
+	work          string
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func loadOptions() options {
+	mib := 64
+	if os.Getenv("DELTAFS_BENCH_LARGE") == "1" {
+		mib = 256
+	}
+	o := options{
+		objBytes: int64(envInt("DELTAFS_BENCH_OBJ_MIB", mib)) << 20,
+		files:    envInt("DELTAFS_BENCH_FILES", 10_000),
+		trials:   envInt("DELTAFS_BENCH_TRIALS", 3),
+		only:     map[string]bool{},
+	}
+	only := os.Getenv("DELTAFS_BENCH_ONLY")
+	if only == "" {
+		only = "seq,find"
+	}
+	for _, b := range strings.Split(only, ",") {
+		o.only[strings.TrimSpace(b)] = true
+	}
+	return o
+}
+
+func main() {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		fmt.Println("objstorebench: skipped: no /dev/fuse")
+		return
+	}
+	bin := findVersitygw()
+	if bin == "" {
+		fmt.Println("objstorebench: skipped: versitygw not installed (make tools-servers)")
+		return
+	}
+	if err := run(loadOptions(), bin); err != nil {
+		fmt.Fprintln(os.Stderr, "objstorebench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options, versitygw string) error {
+	dir, err := os.MkdirTemp("", "deltafs-objstorebench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	o.work = dir
+	srv, err := startS3(versitygw, dir)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	fmt.Printf("objstorebench: %d CPUs, load average %s, versitygw at %s\n", runtime.NumCPU(), loadAvg(), srv.addr)
+	fmt.Printf("objstorebench: object %d MiB, %d files for find, %d trials\n", o.objBytes>>20, o.files, o.trials)
+	var sections []section
+	steps := []struct {
+		name string
+		fn   func(options, *s3Server) ([]section, error)
+	}{{"seq", benchSeq}, {"find", benchFind}}
+	for _, s := range steps {
+		if !o.only[s.name] {
+			continue
+		}
+		start := time.Now()
+		got, err := s.fn(o, srv)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		fmt.Printf("objstorebench: %s done in %s\n", s.name, time.Since(start).Round(time.Second))
+		sections = append(sections, got...)
+	}
+	printReport(os.Stdout, sections)
+	fmt.Printf("\nobjstorebench: load average at the end: %s (other processes share these CPUs)\n", loadAvg())
+	return nil
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
