@@ -57,6 +57,7 @@ type crashRun struct {
 // crashStats are the figures a series reports.
 type crashStats struct {
 	trials, acked, unacked, landed int
+	points                         int // trials at a named point so far
 	byPoint                        map[string]int
 	phase                          map[string]int // where random kills found the writer
 	stagedLeft, stagingDirsGone    int
@@ -101,7 +102,8 @@ func (r *crashRun) env(point string) []string {
 // otherwise a random kill delay below maxDelay.
 func (r *crashRun) plan(i, maxHit int, maxDelay time.Duration) (point string, delay time.Duration) {
 	if i < len(crashPoints) || i%2 == 0 {
-		name := crashPoints[i%len(crashPoints)]
+		name := crashPoints[r.stats.points%len(crashPoints)]
+		r.stats.points++
 		r.stats.byPoint[name]++
 		if name == writeback.CrashCheckpointing {
 			return name, 0
