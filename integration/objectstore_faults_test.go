@@ -253,8 +253,10 @@ var commitFaultCases = []commitFaultCase{
 	// Back within the SDK's retries or not: either outcome is right.
 	{name: "server down 1s before the PUT", plan: killAt(false), down: time.Second, want: either},
 	{name: "server down 1s after the PUT landed", plan: killAt(true), down: time.Second, want: either},
-	// Down longer than the SDK's retries (~3 s) of the PUT and of the
-	// check that follows: the outcome cannot be known.
+	// Down longer than the SDK's three attempts at the PUT (backoffs of at
+	// most 2 s and 4 s): the PUT never lands, and close fails, whether the
+	// check that follows finds the server down (outcome unknown) or back
+	// (no commit).
 	{name: "server down 8s before the PUT", plan: killAt(false), down: 8 * time.Second, want: failed},
 }
 
