@@ -146,7 +146,11 @@ func (r *crashRun) mountTrial(i int) {
 	point, delay := r.plan(i, 3, 1200*time.Millisecond)
 	m := r.startCrashMount(point)
 	drops := make(chan []dropResult, 1)
-	go func() { drops <- r.dropFiles(filepath.Join(m.mnt, "t", "inbox"), i) }()
+	limit := 14 // enough to reach a checkpoint version
+	if point == "" {
+		limit = 1000 // keep writing until the kill
+	}
+	go func() { drops <- r.dropFiles(filepath.Join(m.mnt, "t", "inbox"), i, limit) }()
 	if point == "" {
 		time.Sleep(delay)
 		m.kill()
@@ -201,10 +205,10 @@ type dropResult struct {
 }
 
 // dropFiles writes files into inbox one after the other, alternately
-// small and big, until one fails (the mount died) or 14 are written.
-func (r *crashRun) dropFiles(inbox string, trial int) []dropResult {
+// small and big, until one fails (the mount died) or limit are written.
+func (r *crashRun) dropFiles(inbox string, trial, limit int) []dropResult {
 	var out []dropResult
-	for j := range 14 {
+	for j := range limit {
 		name := fmt.Sprintf("m%03d-%02d.parquet", trial, j)
 		body := r.body(name, j%2 == 1)
 		phase, err := writeInChunks(filepath.Join(inbox, name), body)
