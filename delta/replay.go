@@ -145,7 +145,7 @@ type commitFile struct {
 func readCommit(ctx context.Context, s Storage, f LogFile) (*commitFile, error) {
 	data, err := readSized(ctx, s, f.Key, f.Size)
 	if err != nil {
-		return nil, fmt.Errorf("read commit %d: %w", f.Version, err)
+		return nil, fmt.Errorf("read commit %d (%s): %w", f.Version, f.Key, err)
 	}
 	c := &commitFile{version: f.Version, file: f}
 	err = ParseActions(data, func(a *Action) error {
@@ -156,7 +156,7 @@ func readCommit(ctx context.Context, s Storage, f LogFile) (*commitFile, error) 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("parse commit %d: %w", f.Version, err)
+		return nil, fmt.Errorf("parse commit %d (%s): %w", f.Version, f.Key, err)
 	}
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -190,6 +191,11 @@ func (t *Table) loadLatest(ctx context.Context) (*Snapshot, error) {
 func (t *Table) notATable(ctx context.Context) error {
 	objs, err := t.store.List(ctx, LogDir, "")
 	if err == nil && len(objs) > 0 {
+		for _, o := range objs {
+			if f, ok := ParseLogName(path.Base(o.Key)); ok && f.Kind == KindMultiPartCheckpt {
+				return corruptf("_delta_log holds no commit or complete checkpoint (%s is part %d of %d parts, not all present)", o.Key, f.Part, f.Parts)
+			}
+		}
 		return corruptf("_delta_log holds no commit or checkpoint")
 	}
 	return ErrNotATable
