@@ -199,7 +199,7 @@ func checkSnapshot(t *testing.T, snap *Snapshot) {
 		return
 	}
 	for _, lf := range files {
-		if lf.Key == "" || strings.HasPrefix(lf.Key, "/") || strings.Contains("/"+lf.Key+"/", "/../") || strings.Contains("/"+lf.Key+"/", "/./") {
+		if lf.Key == "" || strings.ContainsRune(lf.Key, 0) || strings.HasPrefix(lf.Key, "/") || strings.Contains("/"+lf.Key+"/", "/../") || strings.Contains("/"+lf.Key+"/", "/./") {
 			t.Fatalf("add path %q resolves to key %q outside the table root", lf.Add.Path, lf.Key)
 		}
 	}

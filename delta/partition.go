@@ -206,12 +206,24 @@ func formatPartition(t DataType, v any) (string, error) {
 		}
 	case "date", "timestamp", "timestamp_ntz":
 		if ts, ok := v.(time.Time); ok {
+			// Years outside 0000-9999 have no text readers parse back.
+			if y := formatYear(p.Name, ts); y < 0 || y > 9999 {
+				return "", fmt.Errorf("year %d is outside 0000-9999", y)
+			}
 			return formatTime(p.Name, ts), nil
 		}
 	default:
 		return "", fmt.Errorf("not a partitionable type")
 	}
 	return "", fmt.Errorf("unsupported Go type for %s", p.Name)
+}
+
+// formatYear is the year formatTime writes for ts.
+func formatYear(typ string, ts time.Time) int {
+	if typ == "timestamp" {
+		return ts.UTC().Year()
+	}
+	return ts.Year()
 }
 
 func formatTime(typ string, ts time.Time) string {
@@ -328,9 +340,10 @@ func javaFloatString(f float64, bits int) string {
 
 // hiveEscape reports whether Spark's ExternalCatalogUtils.escapePathName
 // escapes byte c (outside Windows): control characters 0x01-0x1F, DEL and
-// "#%'*/:=?\^{[]. Bytes >= 0x80 (UTF-8 of non-ASCII) are never escaped.
+// "#%'*/:=?\^{[]; and NUL, which Spark leaves as is but no file name can
+// hold. Bytes >= 0x80 (UTF-8 of non-ASCII) are never escaped.
 func hiveEscape(c byte) bool {
-	if c >= 0x01 && c <= 0x1F || c == 0x7F {
+	if c <= 0x1F || c == 0x7F {
 		return true
 	}
 	return strings.IndexByte("\"#%'*/:=?\\^{[]", c) >= 0
@@ -353,7 +366,7 @@ func EscapeHivePathName(s string) string {
 
 // HivePathSegment returns the Hive-style directory name "column=value" that
 // Spark writes for a partition value: both sides escaped like Spark's
-// ExternalCatalogUtils.escapePathName (control chars 0x01-0x1F, 0x7F and
+// ExternalCatalogUtils.escapePathName (control chars 0x00-0x1F, 0x7F and
 // "#%'*/:=?\^{[] become %XX, uppercase hex; space and non-ASCII stay), and
 // a null or empty value written as __HIVE_DEFAULT_PARTITION__. The column
 // is the logical name; v is the serialized value of add.partitionValues.

@@ -22,7 +22,7 @@ import (
 // Errors: a malformed path (bad %-escape, empty) wraps ErrCorruptLog. A
 // well-formed path this engine cannot serve — a location outside the table
 // root (a shallow clone, a table written elsewhere and moved), or a key with
-// a "." or ".." segment, or starting with "/" — wraps ErrUnsupportedFeature:
+// a "." or ".." segment, holding NUL, or starting with "/" — wraps ErrUnsupportedFeature:
 // such a file is legal Delta but cannot be reached through a Storage rooted
 // at the table.
 func ResolvePath(tableRoot, logPath string) (key string, err error) {
@@ -155,6 +155,10 @@ func checkKey(logPath, key string) (string, error) {
 	if strings.HasPrefix(key, "/") {
 		return "", fmt.Errorf("%w: path %q decodes to %q, which starts with '/'",
 			ErrUnsupportedFeature, logPath, key)
+	}
+	if strings.ContainsRune(key, 0) {
+		return "", fmt.Errorf("%w: path %q decodes to a key holding NUL, which no file name can hold",
+			ErrUnsupportedFeature, logPath)
 	}
 	for _, seg := range strings.Split(key, "/") {
 		if seg == ".." || seg == "." {
