@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,6 +148,9 @@ func (d *TableDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		if cancelled(err) {
 			return nil, syscall.EINTR
 		}
+		if olderStillReadable(name, err) {
+			return d.specChild(ctx, name, out)
+		}
 		if strings.HasPrefix(name, "@") || name == HistoryName {
 			return nil, refusedErrno(err)
 		}
@@ -163,6 +167,19 @@ func (d *TableDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return d.specChild(ctx, name, out)
 	}
 	return nil, syscall.ENOENT
+}
+
+// olderStillReadable reports whether name is an explicit @vN that is
+// worth reading although the newest version failed with err: a corrupt or
+// unreachable newest commit does not hide the versions before it (each
+// fails by itself if it depends on the damage). A table refused for an
+// unsupported feature stays refused whole.
+func olderStillReadable(name string, err error) bool {
+	if !strings.HasPrefix(name, "@v") || errors.Is(err, delta.ErrUnsupportedFeature) {
+		return false
+	}
+	spec, perr := delta.ParseSpec(name[1:])
+	return perr == nil && !spec.Latest && !spec.IsTime
 }
 
 // specChild resolves @vN to its snapshot directory and @<timestamp> to a
