@@ -115,7 +115,7 @@ func (w inboxWriter) Append(ctx context.Context, f nodes.StagedFile) (int64, err
 	if w.refuse != nil {
 		return 0, classify(w.refuse)
 	}
-	res, err := w.c.Append(ctx, []writeback.File{{LocalPath: f.LocalPath, Name: f.Name, PartitionValues: f.PartitionValues}})
+	res, err := w.c.Append(ctx, []writeback.File{{LocalPath: f.LocalPath, Name: f.Name, PartitionValues: f.PartitionValues, Owned: true}})
 	if err != nil {
 		return 0, classify(err)
 	}

@@ -58,7 +58,22 @@ func (c *Committer) Append(ctx context.Context, files []File) (Result, error) {
 	}
 	crashPoint(CrashUploaded)
 	tx := &txn{id: uuid.NewString(), ups: ups, start: time.Now()}
+	c.commitMu.Lock()
+	if latest, err := c.table.Latest(ctx); err == nil && latest.Version() > snap.Version() {
+		// Build on the newest state: a commit of this process may have
+		// landed while we waited. Snapshots share their protocol and
+		// metadata until a commit changes them: re-validate only then.
+		if latest.Metadata() != snap.Metadata() || latest.Protocol() != snap.Protocol() {
+			if err := c.revalidate(ctx, latest, tx); err != nil {
+				c.commitMu.Unlock()
+				c.removeUploads(tx.ups)
+				return Result{}, err
+			}
+		}
+		snap = latest
+	}
 	v, err := c.commitLoop(ctx, snap, tx)
+	c.commitMu.Unlock()
 	if err != nil {
 		if !tx.maybeLanded {
 			c.removeUploads(tx.ups)

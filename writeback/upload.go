@@ -6,11 +6,14 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/deltafs/deltafs/delta/pqfile"
 	"github.com/google/uuid"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/pqfile"
 )
 
 // uploaded is a prepared file stored in the table under a fresh name.
@@ -40,6 +43,9 @@ func (c *Committer) upload(ctx context.Context, p *prepared) (*uploaded, error) 
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", p.display, err)
 	}
+	if dir := localDir(c.store); dir != "" && p.rename() == nil {
+		return c.uploadLocal(p, f, dir, key)
+	}
 	var body io.Reader = f
 	size := fi.Size()
 	if rn := p.rename(); rn != nil {
@@ -64,6 +70,88 @@ func (c *Committer) upload(ctx context.Context, p *prepared) (*uploaded, error) 
 		return nil, fmt.Errorf("upload %s to %s: %w", p.display, key, err)
 	}
 	return &uploaded{prep: p, key: key, logPath: encodeLogPath(key), size: cr.n, modTime: time.Now().UnixMilli()}, nil
+}
+
+// localDir returns the table's directory when the store is a local one
+// (blobstore.Store of a path), "" otherwise.
+func localDir(s delta.Storage) string {
+	if l, ok := s.(interface{ LocalDir() string }); ok {
+		return l.LocalDir()
+	}
+	return ""
+}
+
+// uploadLocal stores a file into a local table without a trip through
+// the blob API: an owned file is hard-linked (no copy at all), any other
+// is copied in the kernel (copy_file_range) into a temp file that is then
+// linked to its final, never-existing name. The data is synced before the
+// commit can reference it.
+func (c *Committer) uploadLocal(p *prepared, f *os.File, dir, key string) (*uploaded, error) {
+	dst := filepath.Join(dir, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return nil, fmt.Errorf("upload %s: %w", p.display, err)
+	}
+	crashPoint(CrashUploading)
+	if p.file.Owned && os.Link(p.file.LocalPath, dst) == nil {
+		if err := syncFileAndDir(f, dst); err != nil {
+			os.Remove(dst)
+			return nil, fmt.Errorf("upload %s to %s: %w", p.display, key, err)
+		}
+	} else if err := copyLocal(f, dst); err != nil {
+		return nil, fmt.Errorf("upload %s to %s: %w", p.display, key, err)
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		return nil, fmt.Errorf("upload %s to %s: %w", p.display, key, err)
+	}
+	if c.opts.Progress != nil {
+		c.opts.Progress(p.display, fi.Size(), fi.Size())
+	}
+	return &uploaded{prep: p, key: key, logPath: encodeLogPath(key), size: fi.Size(), modTime: fi.ModTime().UnixMilli()}, nil
+}
+
+// copyLocal copies src to a temp file beside dst, syncs it and links it
+// to dst (which must not exist), removing the temp file in every case.
+func copyLocal(src *os.File, dst string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
+		tmp.Close()
+		return err
+	}
+	_, err = io.Copy(tmp, src) // copy_file_range between two files
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(tmp.Name(), dst)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(dst))
+	}
+	return err
+}
+
+func syncFileAndDir(f *os.File, path string) error {
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // uploadAll uploads every file; on error it removes those already stored.

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
@@ -74,6 +75,12 @@ type Committer struct {
 	store delta.Storage
 	opts  Options
 	log   *slog.Logger
+
+	// commitMu serializes the commit attempts of this Committer's
+	// appends: two of them would race for the same version anyway, and
+	// queueing them here instead of in the store's put-if-absent spares
+	// the loser a backoff per version. Uploads run concurrently.
+	commitMu sync.Mutex
 }
 
 // New returns a Committer for table. It does no I/O.
@@ -98,6 +105,11 @@ type File struct {
 	LocalPath       string
 	Name            string
 	PartitionValues map[string]*string
+	// Owned says the caller hands the file over: it is not modified after
+	// Append returns, so a local table may take it by hard link instead
+	// of a copy (the inbox's staged files). Files of `deltafs append` are
+	// the user's and are copied.
+	Owned bool
 }
 
 // Result is a successful Append: the new version and the storage keys of
