@@ -60,7 +60,8 @@ func Open(ctx context.Context, location string) (*Store, error) {
 	bu.Path, bu.RawPath = "", ""
 	b, err := openBucket(ctx, &bu)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", Redact(location), err)
+		// gocloud's message quotes the URL it was given, secrets included.
+		return nil, fmt.Errorf("open %s: %s", Redact(location), scrubSecrets(err.Error(), u))
 	}
 	s := New(b, prefix, Redact(location))
 	if u.Scheme != "mem" {
@@ -143,6 +144,37 @@ func Redact(location string) string {
 		out += "?" + strings.Join(params, "&")
 	}
 	return out
+}
+
+// scrubSecrets replaces in msg every credential of u that Redact removes
+// (user info, values of secret-looking query parameters), in the raw,
+// query-escaped and path-escaped spellings a message may quote.
+func scrubSecrets(msg string, u *url.URL) string {
+	var secrets []string
+	if u.User != nil {
+		secrets = append(secrets, u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+	}
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if isSecretParam(k) {
+			secrets = append(secrets, v)
+			if d, err := url.QueryUnescape(v); err == nil {
+				secrets = append(secrets, d)
+			}
+		}
+	}
+	for _, v := range secrets {
+		if v == "" {
+			continue
+		}
+		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+			msg = strings.ReplaceAll(msg, form, "REDACTED")
+		}
+	}
+	return msg
 }
 
 func isSecretParam(name string) bool {
