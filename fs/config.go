@@ -44,6 +44,12 @@ type Config struct {
 	NoPassthrough bool
 	// UID and GID own every file (0: the caller's).
 	UID, GID uint32
+	// Umask clears permission bits of every mode the mount reports (the
+	// defaults are 0555 directories, 0444 files, 0755/0644 in the inbox);
+	// e.g. 0o027 shuts out other users. The kernel checks modes against
+	// the caller (default_permissions), so UID, GID and Umask decide who
+	// may read the tables and who may append through the inbox.
+	Umask uint32
 	// CacheDir holds the disk cache of rewritten files (default:
 	// /var/cache/deltafs as root, else $XDG_CACHE_HOME/deltafs).
 	CacheDir string

@@ -73,7 +73,7 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	opts := s.fuseOptions()
-	s.fuse, err = mountTimed(cfg.Mountpoint, gofs.NewNodeFS(root, opts), &opts.MountOptions, s.stats)
+	s.fuse, err = mountTimed(cfg.Mountpoint, withUmask(gofs.NewNodeFS(root, opts), cfg.Umask), &opts.MountOptions, s.stats)
 	if err != nil {
 		s.removeStaging()
 		cache.Close()
@@ -124,8 +124,15 @@ func (s *Server) fuseOptions() *gofs.Options {
 		DirectMount:   os.Geteuid() == 0,
 		Debug:         s.cfg.Debug,
 	}
+	// The kernel checks permissions against the modes, uid and gid the
+	// mount reports: with allow_other, only the owner may use the inbox.
+	mo.Options = append(mo.Options, "default_permissions")
 	if s.cfg.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
+	}
+	if s.cfg.Umask&0o777 != 0 {
+		// READDIRPLUS replies carry modes withUmask cannot reach.
+		mo.DisableReadDirPlus = true
 	}
 	return &gofs.Options{
 		MountOptions: mo,

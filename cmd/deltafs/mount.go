@@ -54,7 +54,7 @@ Examples:
 type mountFlags struct {
 	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter bool
 	uid, gid                                                                 uint
-	cacheDir, cacheSize, logLevel                                            string
+	cacheDir, cacheSize, logLevel, umask                                     string
 	configFile, logFile, metricsAddr                                         string
 	refresh                                                                  time.Duration
 }
@@ -88,6 +88,8 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	flags.BoolVar(&f.allowOther, "allow-other", false, "let other users access the mount (non-root: needs user_allow_other in /etc/fuse.conf)")
 	flags.UintVar(&f.uid, "uid", 0, "`UID` owning every file (default: the caller)")
 	flags.UintVar(&f.gid, "gid", 0, "`GID` of every file (default: the caller's)")
+	flags.Var(checkedString{&f.umask, func(s string) error { _, err := parseUmask(s); return err }},
+		"umask", "permission bits to clear from every mode (`OCTAL`, e.g. 027; default none: dirs 555, files 444)")
 	flags.StringVar(&f.cacheDir, "cache-dir", "", "disk cache `DIR` (default /var/cache/deltafs as root, else ~/.cache/deltafs)")
 	f.cacheSize = "10G"
 	flags.Var(checkedString{&f.cacheSize, func(s string) error { _, err := parseSize(s); return err }},
@@ -136,11 +138,15 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 	if err != nil {
 		return fs.Config{}, fmt.Errorf("--cache-size: %w", err)
 	}
+	umask, err := parseUmask(f.umask)
+	if err != nil {
+		return fs.Config{}, fmt.Errorf("--umask: %w", err)
+	}
 	return fs.Config{
 		Sources:    sources,
 		Mountpoint: mountpoint,
 		ReadOnly:   f.readOnly, SingleWriter: f.singleWriter, AllowOther: f.allowOther, XAttrs: f.xattrs, NoPassthrough: f.noPassthrough,
-		UID: uint32(f.uid), GID: uint32(f.gid),
+		UID: uint32(f.uid), GID: uint32(f.gid), Umask: umask,
 		CacheDir: f.cacheDir, CacheSize: size, Refresh: f.refresh,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		Debug:      f.debug,
@@ -268,4 +274,16 @@ func unmountPath(dir string, lazy bool) error {
 		return fmt.Errorf("unmount %s: %v: %s", dir, err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// parseUmask parses an octal umask ("027", "0o027"); "" is 0.
+func parseUmask(s string) (uint32, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(strings.TrimPrefix(s, "0o"), 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, fmt.Errorf("%q is not an octal umask of at most 777", s)
+	}
+	return uint32(n), nil
 }
