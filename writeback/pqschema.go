@@ -61,17 +61,6 @@ func (n *pqNode) firstLeaf() *pqNode {
 	return n
 }
 
-// leaves appends the leaves under n in column order.
-func (n *pqNode) leaves(out []*pqNode) []*pqNode {
-	if n.leaf >= 0 {
-		return append(out, n)
-	}
-	for _, c := range n.children {
-		out = c.leaves(out)
-	}
-	return out
-}
-
 // openParquet opens and checks a local Parquet file: magic, footer and
 // schema tree. Every defect of the file is an error wrapping
 // ErrInvalidFile; the caller must close the result.
