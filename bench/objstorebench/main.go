@@ -20,12 +20,14 @@
 //	DELTAFS_BENCH_FILES=10000  files of the `find` snapshot
 //	DELTAFS_BENCH_TRIALS=3     trials per figure (median)
 //	DELTAFS_BENCH_ONLY=seq,find  the benchmarks to run
+//	DELTAFS_BENCH_CPUPROFILE     write a CPU profile of the run (the mounts run in this process)
 package main
 
 import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -77,10 +79,31 @@ func main() {
 		fmt.Println("objstorebench: skipped: versitygw not installed (make tools-servers)")
 		return
 	}
+	if p := os.Getenv("DELTAFS_BENCH_CPUPROFILE"); p != "" {
+		stop, err := startProfile(p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "objstorebench:", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
 	if err := run(loadOptions(), bin); err != nil {
 		fmt.Fprintln(os.Stderr, "objstorebench:", err)
-		os.Exit(1)
+		os.Exit(1) //nolint:gocritic // the profile of a failed run is not wanted
 	}
+}
+
+// startProfile starts a CPU profile written to path; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func run(o options, versitygw string) error {
