@@ -159,6 +159,7 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 // systemd) and unmounts when ctx ends (a signal); it returns once the
 // mount is gone.
 func serveMount(ctx context.Context, cfg fs.Config, f *mountFlags) (err error) {
+	limitMemory(cfg.MemoryCacheSize)
 	defer func() { notifyReady(err) }() // a failure before the mount reaches the parent
 	out, closeLog, err := openLog(f.logFile)
 	if err != nil {
