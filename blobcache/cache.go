@@ -48,11 +48,15 @@ const (
 	DefaultMemoryBytes = 256 << 20
 	DefaultDiskBytes   = 10 << 30
 	DefaultReadAhead   = 8
+	// DefaultMaxReadAhead is the widest read-ahead window, in blocks, that
+	// a long sequential read grows to (64 MiB of 1 MiB blocks): enough to
+	// keep a few large GETs in flight against a store's time to first byte.
+	DefaultMaxReadAhead = 64
 )
 
 // maxBackground bounds the background fetches (read-ahead, Prefetch) in
-// flight across the whole cache.
-const maxBackground = 8
+// flight across the whole cache: a few readers, each with a few GETs.
+const maxBackground = 16
 
 // Options configure a Cache. Zero fields take the defaults above.
 type Options struct {
@@ -64,9 +68,16 @@ type Options struct {
 	DiskDir string
 	// DiskBytes bounds the bytes of derived files not currently open.
 	DiskBytes int64
-	// ReadAhead is how many blocks to fetch ahead of a sequential reader;
-	// negative disables read-ahead. It is capped to the blocks MemoryBytes holds.
+	// ReadAhead is how many blocks to fetch ahead of a reader that starts
+	// reading sequentially; negative disables read-ahead. It is capped to
+	// the blocks MemoryBytes holds.
 	ReadAhead int
+	// MaxReadAhead is the widest window, in blocks, that read-ahead grows
+	// to while a reader stays sequential (it doubles from ReadAhead). It is
+	// at least ReadAhead and at most a quarter of the blocks MemoryBytes
+	// holds, so that a few sequential readers do not evict each other's
+	// blocks before reading them.
+	MaxReadAhead int
 }
 
 func (o *Options) normalize() error {
@@ -91,7 +102,12 @@ func (o *Options) normalize() error {
 		return fmt.Errorf("%w: disk bytes %d < 0", ErrInvalidOptions, o.DiskBytes)
 	}
 	// Read-ahead beyond what memory holds would evict itself.
-	o.ReadAhead = int(min(int64(max(o.ReadAhead, 0)), o.MemoryBytes/o.BlockSize))
+	memBlocks := o.MemoryBytes / o.BlockSize
+	o.ReadAhead = int(min(int64(max(o.ReadAhead, 0)), memBlocks))
+	if o.MaxReadAhead == 0 {
+		o.MaxReadAhead = DefaultMaxReadAhead
+	}
+	o.MaxReadAhead = int(max(min(int64(o.MaxReadAhead), memBlocks/4), int64(o.ReadAhead)))
 	return nil
 }
 
@@ -157,6 +173,7 @@ func (c *Cache) Object(src Source, key string, size int64, version string) *Obje
 		src:       src,
 		id:        objectID{key: key, size: max(size, 0), version: version},
 		lastBlock: -1,
+		raNext:    -1,
 	}
 }
 

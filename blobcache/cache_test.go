@@ -103,6 +103,54 @@ func TestNegativeOffset(t *testing.T) {
 	}
 }
 
+func TestSlicesLendCachedBlocks(t *testing.T) {
+	const bs, size = 4096, 5*4096 + 300
+	src := newFakeSource()
+	data := src.put("k", size, 9)
+	c := newCache(t, Options{BlockSize: bs, ReadAhead: -1})
+	o := c.Object(src, "k", size, "v")
+	cases := []struct {
+		name       string
+		off        int64
+		n          int
+		wantBlocks int
+		wantEOF    bool
+	}{
+		{"inside one block", 10, 100, 1, false},
+		{"one whole block", bs, bs, 1, false},
+		{"across two blocks", bs - 5, 10, 2, false},
+		{"across four blocks", 100, 3*bs + 1, 4, false},
+		{"to the end, short", 4*bs + 7, 2 * bs, 2, true},
+		{"at the end", size, 10, 0, true},
+		{"past the end", size + 1, 10, 0, true},
+		{"empty at the end", size, 0, 0, false},
+		{"empty inside", 50, 0, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bufs, err := o.Slices(context.Background(), tc.off, tc.n)
+			if (err == io.EOF) != tc.wantEOF || (err != nil && err != io.EOF) {
+				t.Fatalf("Slices(%d, %d) error %v, want EOF %v", tc.off, tc.n, err, tc.wantEOF)
+			}
+			if len(bufs) != tc.wantBlocks {
+				t.Fatalf("Slices(%d, %d) returned %d slices, want %d", tc.off, tc.n, len(bufs), tc.wantBlocks)
+			}
+			want := data[min(tc.off, size):min(tc.off+int64(tc.n), size)]
+			if got := bytes.Join(bufs, nil); !bytes.Equal(got, want) {
+				t.Fatalf("Slices(%d, %d) = %d bytes, want %d bytes equal to the source", tc.off, tc.n, len(got), len(want))
+			}
+		})
+	}
+	// Everything read was kept: lending again fetches nothing.
+	before := c.Stats().Fetches
+	if _, err := o.Slices(context.Background(), 0, size); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Fetches != before {
+		t.Fatalf("lending blocks already read fetched %d times, want 0", s.Fetches-before)
+	}
+}
+
 func TestReaderAtAndGocloudSource(t *testing.T) {
 	ctx := context.Background()
 	b := memblob.OpenBucket(nil)

@@ -15,9 +15,12 @@ type Object struct {
 	src Source
 	id  objectID
 
+	// Read-ahead state of the sequential stream, if any (see noteRead).
 	mu        sync.Mutex
-	lastBlock int64 // guarded by mu: last block of the previous read, -1 before any
-	raEnd     int64 // guarded by mu: last block read-ahead was started for
+	lastBlock int64 // guarded by mu: furthest block of the stream's reads, -1 before any
+	raNext    int64 // guarded by mu: first block read-ahead has not requested, -1 without a stream
+	raMarker  int64 // guarded by mu: reading this block requests the next batch
+	raBatch   int64 // guarded by mu: blocks in the last batch requested, 0 before any
 }
 
 // Size returns the object's size in bytes.
@@ -29,46 +32,53 @@ func (o *Object) Size() int64 { return o.id.size }
 // a failed or short fetch is never cached and its error names the key and
 // range.
 func (o *Object) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, fmt.Errorf("blobcache: read %s at %d: negative offset", o.id.key, off)
-	}
-	if off >= o.id.size {
-		if len(p) == 0 {
-			return 0, nil
-		}
-		return 0, io.EOF
-	}
-	n := min(int64(len(p)), o.id.size-off)
-	if n == 0 {
-		return 0, nil
-	}
-	o.noteRead(off, n)
-	if err := o.copyRange(ctx, p[:n], off); err != nil {
+	bufs, err := o.Slices(ctx, off, len(p))
+	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, err
 	}
-	if n < int64(len(p)) {
-		return int(n), io.EOF
+	n := 0
+	for _, b := range bufs {
+		n += copy(p[n:], b)
 	}
-	return int(n), nil
+	return n, err
 }
 
-// copyRange fills p with the bytes at off, all within the object.
-func (o *Object) copyRange(ctx context.Context, p []byte, off int64) error {
+// Slices returns the n bytes at off as slices of the cached blocks, in
+// order, with the same fetching, errors and end-of-object behaviour as
+// ReadAt (fewer bytes with io.EOF only at the end). It copies nothing: the
+// slices are shared with the cache and with other readers and must not be
+// modified. They stay valid, with the same bytes, for as long as the
+// caller holds them, even after the cache evicts their blocks.
+func (o *Object) Slices(ctx context.Context, off int64, n int) ([][]byte, error) {
+	if off < 0 {
+		return nil, fmt.Errorf("blobcache: read %s at %d: negative offset", o.id.key, off)
+	}
+	if off >= o.id.size {
+		if n <= 0 {
+			return nil, nil
+		}
+		return nil, io.EOF
+	}
+	m := min(int64(max(n, 0)), o.id.size-off)
+	if m == 0 {
+		return nil, nil
+	}
+	o.noteRead(off, m)
 	bs := o.c.opts.BlockSize
-	first, last := off/bs, (off+int64(len(p))-1)/bs
+	first, last := off/bs, (off+m-1)/bs
 	blocks, err := o.getBlocks(ctx, first, last)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pos := 0
-	for i, b := range blocks {
-		start := int64(0)
-		if i == 0 {
-			start = off - first*bs
-		}
-		pos += copy(p[pos:], b[start:])
+	// Trim the last block to the end of the range, then the first to its
+	// start (in this order, both offsets are from the block's start).
+	tail := len(blocks) - 1
+	blocks[tail] = blocks[tail][:off+m-last*bs]
+	blocks[0] = blocks[0][off-first*bs:]
+	if m < int64(n) {
+		return blocks, io.EOF
 	}
-	return nil
+	return blocks, nil
 }
 
 // getBlocks returns blocks first..last, from memory, by fetching the ones

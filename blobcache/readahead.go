@@ -5,36 +5,60 @@ import (
 	"io"
 )
 
-// noteRead records a read of n > 0 bytes at off and, when it continues the
-// previous read (same or next block), starts read-ahead. Read-ahead keeps
-// up to ReadAhead blocks fetched beyond the reader and is refilled in chunks
-// of at least ReadAhead/2 blocks, each one ranged read, so that a sequential
-// reader costs few fetches and rarely waits.
+// maxFetchBytes bounds one read-ahead GET: a batch of read-ahead is split
+// into up to four GETs of at most this size, fetched in parallel, so that
+// the store's time to first byte is paid once per batch, not per GET.
+const maxFetchBytes = 8 << 20
+
+// noteRead records a read of n > 0 bytes at off and drives read-ahead for
+// sequential readers, as the kernel does for files: a read near the
+// previous one (or at the start of the object) starts a stream whose first
+// batch is ReadAhead blocks beyond the reader; when the reader reaches the
+// middle of the last batch, the next one is requested, twice as large, up
+// to MaxReadAhead/2 blocks (so at most about MaxReadAhead blocks are ahead
+// of the reader). A read far from the previous one ends the stream.
 func (o *Object) noteRead(off, n int64) {
-	ra := int64(o.c.opts.ReadAhead)
-	if ra == 0 {
+	if o.c.opts.ReadAhead == 0 {
 		return
 	}
 	bs := o.c.opts.BlockSize
 	first, last := off/bs, (off+n-1)/bs
-	lastBlock := (o.id.size - 1) / bs
 
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	sequential := o.lastBlock >= 0 && (first == o.lastBlock || first == o.lastBlock+1)
-	o.lastBlock = last
-	if !sequential || o.raEnd < last {
-		o.raEnd = last
-	}
-	if !sequential || o.raEnd-last > ra/2 || o.raEnd >= lastBlock {
+	// READs of one stream can arrive slightly out of order (FUSE serves
+	// several at once), so "near" tolerates a block or two either way.
+	if first < o.lastBlock-2 || first > o.lastBlock+2 {
+		o.lastBlock, o.raNext, o.raBatch = last, -1, 0
 		return
 	}
-	if !o.c.tryAcquire() {
-		return // busy: try again on the next read
+	o.lastBlock = max(o.lastBlock, last)
+	if o.raNext < 0 { // a stream starts: request its first batch now
+		o.raMarker = o.lastBlock
 	}
-	to := min(last+ra, lastBlock)
-	o.startFill(o.raEnd+1, to)
-	o.raEnd = to
+	o.raNext = max(o.raNext, o.lastBlock+1)
+	if o.lastBlock >= o.raMarker && o.raNext*bs < o.id.size {
+		o.requestBatchLocked()
+	}
+}
+
+// requestBatchLocked requests the next batch of a sequential stream,
+// split into parallel GETs, as far as background slots allow. A batch cut
+// short by busy slots keeps its size and is completed on the next read.
+func (o *Object) requestBatchLocked() {
+	ra, maxRA := int64(o.c.opts.ReadAhead), int64(o.c.opts.MaxReadAhead)
+	bs := o.c.opts.BlockSize
+	size := min(max(2*o.raBatch, ra), max(maxRA/2, ra))
+	from, to := o.raNext, min(o.raNext+size-1, (o.id.size-1)/bs)
+	chunk := max(1, min(size/4, maxFetchBytes/bs))
+	for b := from; b <= to; b += chunk {
+		if !o.c.tryAcquire() {
+			o.raNext = b // retried on the next read
+			return
+		}
+		o.startFill(b, min(b+chunk-1, to))
+	}
+	o.raBatch, o.raNext, o.raMarker = size, to+1, from+size/2
 }
 
 // Prefetch starts loading the blocks covering [off, off+length) (clamped to

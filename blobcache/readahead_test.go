@@ -110,3 +110,69 @@ func TestCloseCancelsBackgroundWork(t *testing.T) {
 	}
 	readSequentially(t, o, data, bs)
 }
+
+func TestReadAheadGrowsIntoParallelFetches(t *testing.T) {
+	const bs, blocks = 4096, 256
+	src := newFakeSource()
+	src.delay = 2 * time.Millisecond // a store's time to first byte
+	data := src.put("k", blocks*bs, 15)
+	c := newCache(t, Options{BlockSize: bs, ReadAhead: 8, MaxReadAhead: 64})
+	o := c.Object(src, "k", int64(len(data)), "v")
+	readSequentially(t, o, data, bs)
+	c.Close()
+	s := c.Stats()
+	// Batches of 8, 16, 32, 32... blocks, each split into four GETs.
+	if s.Fetches > 48 {
+		t.Errorf("sequential read of %d blocks: %d fetches, want <= 48 (%+v)", blocks, s.Fetches, s)
+	}
+	if s.BytesFetched != int64(len(data)) {
+		t.Errorf("fetched %d bytes of a %d-byte object read once", s.BytesFetched, len(data))
+	}
+	if got := src.maxLength.Load(); got < 8*bs {
+		t.Errorf("longest fetch %d bytes, want >= %d: the window did not grow", got, 8*bs)
+	}
+	if got := src.maxInflight.Load(); got < 3 {
+		t.Errorf("at most %d fetches in flight, want >= 3: batches are not split into parallel GETs", got)
+	}
+}
+
+func TestReadAheadToleratesReorderedReads(t *testing.T) {
+	const bs, blocks = 4096, 64
+	src := newFakeSource()
+	src.delay = 200 * time.Microsecond
+	data := src.put("k", blocks*bs, 16)
+	c := newCache(t, Options{BlockSize: bs, ReadAhead: 8})
+	o := c.Object(src, "k", int64(len(data)), "v")
+	// FUSE serves several READs at once: they can arrive swapped.
+	checkRead(t, o, data, 0, bs)
+	for b := int64(1); b+1 < blocks; b += 2 {
+		checkRead(t, o, data, (b+1)*bs, bs)
+		checkRead(t, o, data, b*bs, bs)
+	}
+	checkRead(t, o, data, (blocks-1)*bs, bs)
+	c.Close()
+	if s := c.Stats(); s.Fetches > blocks/3 || s.ReadAheadFetches == 0 {
+		t.Fatalf("swapped sequential reads of %d blocks: %+v; want read-ahead and <= %d fetches", blocks, s, blocks/3)
+	}
+}
+
+func TestMaxReadAheadBoundedByMemory(t *testing.T) {
+	cases := []struct {
+		name            string
+		opts            Options
+		wantRA, wantMax int
+	}{
+		{"defaults", Options{}, DefaultReadAhead, DefaultMaxReadAhead},
+		{"a quarter of memory", Options{BlockSize: 4096, MemoryBytes: 64 * 4096, MaxReadAhead: 1000}, 8, 16},
+		{"never below ReadAhead", Options{BlockSize: 4096, MemoryBytes: 16 * 4096, ReadAhead: 8}, 8, 8},
+		{"read-ahead off", Options{ReadAhead: -1}, 0, DefaultMaxReadAhead},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCache(t, tc.opts)
+			if c.opts.ReadAhead != tc.wantRA || c.opts.MaxReadAhead != tc.wantMax {
+				t.Fatalf("ReadAhead, MaxReadAhead = %d, %d; want %d, %d", c.opts.ReadAhead, c.opts.MaxReadAhead, tc.wantRA, tc.wantMax)
+			}
+		})
+	}
+}

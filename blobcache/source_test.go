@@ -23,10 +23,13 @@ type fakeSource struct {
 	mu      sync.Mutex
 	objects map[string][]byte // guarded by mu
 
-	reads  atomic.Int64 // ReadRange calls
-	failN  atomic.Int64 // the next failN reads fail with errInjected
-	shortN atomic.Int64 // the next shortN reads return half the bytes
-	delay  time.Duration
+	reads atomic.Int64 // ReadRange calls
+	// inflight counts reads between ReadRange and the end of their wait;
+	// maxInflight and maxLength record the most at once and the longest.
+	inflight, maxInflight, maxLength atomic.Int64
+	failN                            atomic.Int64 // the next failN reads fail with errInjected
+	shortN                           atomic.Int64 // the next shortN reads return half the bytes
+	delay                            time.Duration
 
 	// hold, when set, is asked with the 1-based read number; if it returns
 	// a channel the read waits for it (or its ctx) before answering.
@@ -62,7 +65,11 @@ func (s *fakeSource) ReadRange(ctx context.Context, key string, off, length int6
 	if s.started != nil {
 		s.started <- n
 	}
-	if err := s.wait(ctx, n); err != nil {
+	raiseTo(&s.maxLength, length)
+	raiseTo(&s.maxInflight, s.inflight.Add(1))
+	err := s.wait(ctx, n)
+	s.inflight.Add(-1)
+	if err != nil {
 		return nil, err
 	}
 	if takeOne(&s.failN) {
@@ -86,6 +93,16 @@ func (s *fakeSource) ReadRange(ctx context.Context, key string, off, length int6
 		out = out[:len(out)/2]
 	}
 	return io.NopCloser(bytes.NewReader(out)), nil
+}
+
+// raiseTo sets a to v if v is larger.
+func raiseTo(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
 }
 
 // takeOne decrements a if it is positive and reports whether it did.
