@@ -54,7 +54,7 @@ Examples:
 type mountFlags struct {
 	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter bool
 	uid, gid                                                                 uint
-	cacheDir, cacheSize, logLevel, umask                                     string
+	cacheDir, cacheSize, memoryCacheSize, logLevel, umask                    string
 	configFile, logFile, metricsAddr                                         string
 	refresh                                                                  time.Duration
 }
@@ -91,6 +91,9 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	flags.Var(checkedString{&f.umask, func(s string) error { _, err := parseUmask(s); return err }},
 		"umask", "permission bits to clear from every mode (`OCTAL`, e.g. 027; default none: dirs 555, files 444)")
 	flags.StringVar(&f.cacheDir, "cache-dir", "", "disk cache `DIR` (default /var/cache/deltafs as root, else ~/.cache/deltafs)")
+	f.memoryCacheSize = "256M"
+	flags.Var(checkedString{&f.memoryCacheSize, func(s string) error { _, err := parseSize(s); return err }},
+		"memory-cache-size", "memory block cache bound for object-store reads (`SIZE`); the process's memory stays within about this plus 250 MiB")
 	f.cacheSize = "10G"
 	flags.Var(checkedString{&f.cacheSize, func(s string) error { _, err := parseSize(s); return err }},
 		"cache-size", "disk cache bound in bytes (`SIZE`: 10G, 512M, ...)")
@@ -138,6 +141,10 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 	if err != nil {
 		return fs.Config{}, fmt.Errorf("--cache-size: %w", err)
 	}
+	memSize, err := parseSize(f.memoryCacheSize)
+	if err != nil {
+		return fs.Config{}, fmt.Errorf("--memory-cache-size: %w", err)
+	}
 	umask, err := parseUmask(f.umask)
 	if err != nil {
 		return fs.Config{}, fmt.Errorf("--umask: %w", err)
@@ -147,7 +154,7 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 		Mountpoint: mountpoint,
 		ReadOnly:   f.readOnly, SingleWriter: f.singleWriter, AllowOther: f.allowOther, XAttrs: f.xattrs, NoPassthrough: f.noPassthrough,
 		UID: uint32(f.uid), GID: uint32(f.gid), Umask: umask,
-		CacheDir: f.cacheDir, CacheSize: size, Refresh: f.refresh,
+		CacheDir: f.cacheDir, CacheSize: size, MemoryCacheSize: memSize, Refresh: f.refresh,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		Debug:      f.debug,
 		EngineInfo: "deltafs/" + version,
