@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/deltafs/deltafs/delta"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -127,6 +128,9 @@ func openFooter(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
 			err = fmt.Errorf("decode footer: %v", rec)
 		}
 	}()
+	if err := delta.CheckParquetTail(r, size); err != nil {
+		return nil, err
+	}
 	return parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 }
 
