@@ -29,7 +29,7 @@ var faultRates = faultstore.Rates{Error: 0.1, Timeout: 0.05, ShortRead: 0.1, Tru
 
 // faultTally counts what the fault tests saw, over all fixtures.
 type faultTally struct {
-	tables, refused, snapshotsOK, snapshotsFailed int
+	tables, refused, snapshotsOK, snapshotsFailed   int
 	filesRead, chunksOK, chunksFailed, skippedFiles int
 	faults                                          int64
 }

@@ -280,4 +280,3 @@ func TestCredentialsNeverLogged(t *testing.T) {
 		}
 	}
 }
-

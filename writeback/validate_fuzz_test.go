@@ -71,4 +71,3 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
-
