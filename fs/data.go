@@ -96,6 +96,13 @@ type objectContent struct {
 func (c *objectContent) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	return c.obj.ReadAt(ctx, p, off)
 }
+
+// ReadSlices lends the cached blocks holding [off, off+n) without copying
+// them (see blobcache.Object.Slices): the FUSE reply is written from them.
+func (c *objectContent) ReadSlices(ctx context.Context, off int64, n int) ([][]byte, error) {
+	return c.obj.Slices(ctx, off, n)
+}
+
 func (c *objectContent) Size() int64    { return c.obj.Size() }
 func (c *objectContent) File() *os.File { return nil }
 func (c *objectContent) Close() error   { return nil }

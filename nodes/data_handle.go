@@ -44,8 +44,22 @@ func (h *dataHandle) PassthroughFd() (int, bool) {
 	return int(f.Fd()), true
 }
 
+// sliceReader is a Content that can lend its bytes instead of copying
+// them into the request buffer (a remote object whose blocks are in
+// memory). The slices must stay unchanged while the reply is written.
+type sliceReader interface {
+	ReadSlices(ctx context.Context, off int64, n int) ([][]byte, error)
+}
+
 // Read returns the bytes at off; a short result only at the end of file.
 func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if sr, ok := h.content.(sliceReader); ok {
+		bufs, err := sr.ReadSlices(ctx, off, len(dest))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, h.file.env.dataErrno("read", err, h.file.logAttrs()...)
+		}
+		return fuse.ReadResultVector(bufs), 0
+	}
 	n, err := h.content.ReadAt(ctx, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, h.file.env.dataErrno("read", err, h.file.logAttrs()...)
