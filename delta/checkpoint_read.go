@@ -37,7 +37,7 @@ func ReadParquetActions(r io.ReaderAt, size int64, fn func(*Action) error) (err 
 		return fmt.Errorf("%w: checkpoint parquet of %d bytes is too short", ErrCorruptLog, size)
 	}
 	src := &errorTrackingReaderAt{r: r, size: size}
-	if err := CheckParquetTail(src, size); err != nil {
+	if err := CheckParquetFooter(src, size); err != nil {
 		if rerr := src.firstError(); rerr != nil {
 			return fmt.Errorf("read checkpoint: %w", rerr)
 		}

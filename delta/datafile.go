@@ -89,7 +89,7 @@ func FooterNumRows(r io.ReaderAt, size int64) (n int64, err error) {
 			err = fmt.Errorf("parquet footer: %v", p)
 		}
 	}()
-	if err := CheckParquetTail(r, size); err != nil {
+	if err := CheckParquetFooter(r, size); err != nil {
 		return 0, fmt.Errorf("parquet footer: %w", err)
 	}
 	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))

@@ -8,15 +8,15 @@ import (
 	"testing"
 )
 
-// A few bytes claiming a 3 GiB footer: parsers must refuse them without
-// allocating the claimed length (found by FuzzReadParquetActions, whose
-// workers were killed for memory).
+// A few bytes claiming a 3 GiB footer, or Thrift lengths the footer cannot
+// hold: parsers must refuse them without allocating the claimed length
+// (found by FuzzReadParquetActions, whose workers ran out of memory).
 func TestHugeFooterLengthAllocatesNothing(t *testing.T) {
 	file := []byte("PAR1\x15\x00\x15^\x15b")
 	file = binary.LittleEndian.AppendUint32(file, 0xB6D083BE)
 	file = append(file, "PAR1"...)
-	if err := CheckParquetTail(bytes.NewReader(file), int64(len(file))); err == nil {
-		t.Fatal("CheckParquetTail accepted a footer longer than the file")
+	if err := CheckParquetFooter(bytes.NewReader(file), int64(len(file))); err == nil {
+		t.Fatal("CheckParquetFooter accepted a footer longer than the file")
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -29,8 +29,23 @@ func TestHugeFooterLengthAllocatesNothing(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 		t.Errorf("refusing a 20-byte file allocated %d bytes", got)
 	}
-	good := append([]byte("PAR1xxxx"), binary.LittleEndian.AppendUint32(nil, 4)...)
-	if err := CheckParquetTail(bytes.NewReader(append(good, "PAR1"...)), int64(len(good)+4)); err != nil {
-		t.Errorf("a fitting footer length refused: %v", err)
+	for name, footer := range map[string][]byte{
+		"a list of 2^31-1 structs": {0x19, 0xFC, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x00},
+		"a string of 1 GiB":        {0x18, 0x80, 0x80, 0x80, 0x80, 0x04, 0x00},
+		"nesting 100 deep":         append(bytes.Repeat([]byte{0x1C}, 100), bytes.Repeat([]byte{0}, 101)...),
+	} {
+		if err := CheckParquetFooter(bytes.NewReader(parquetWithFooter(footer)), int64(len(footer)+12)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
+	ok := []byte{0x15, 0x02, 0x19, 0x2C, 0x00, 0x00, 0x00} // i32 1, a list of 2 empty structs
+	if err := CheckParquetFooter(bytes.NewReader(parquetWithFooter(ok)), int64(len(ok)+12)); err != nil {
+		t.Errorf("a well-formed footer refused: %v", err)
+	}
+}
+
+func parquetWithFooter(footer []byte) []byte {
+	b := append([]byte("PAR1"), footer...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(footer)))
+	return append(b, "PAR1"...)
 }

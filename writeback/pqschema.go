@@ -128,7 +128,7 @@ func openFooter(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
 			err = fmt.Errorf("decode footer: %v", rec)
 		}
 	}()
-	if err := delta.CheckParquetTail(r, size); err != nil {
+	if err := delta.CheckParquetFooter(r, size); err != nil {
 		return nil, err
 	}
 	return parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
