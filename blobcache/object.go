@@ -63,13 +63,16 @@ func (o *Object) Slices(ctx context.Context, off int64, n int) ([][]byte, error)
 	if m == 0 {
 		return nil, nil
 	}
-	o.noteRead(off, m)
 	bs := o.c.opts.BlockSize
 	first, last := off/bs, (off+m-1)/bs
 	blocks, err := o.getBlocks(ctx, first, last)
 	if err != nil {
 		return nil, err
 	}
+	// Read-ahead starts once the reader has its own blocks, so that its
+	// GETs never compete with the fetch the reader waits for (the time to
+	// first byte of a fresh open).
+	o.noteRead(off, m)
 	// Trim the last block to the end of the range, then the first to its
 	// start (in this order, both offsets are from the block's start).
 	tail := len(blocks) - 1
