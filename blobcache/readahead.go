@@ -14,9 +14,10 @@ const maxFetchBytes = 8 << 20
 // sequential readers, as the kernel does for files: a read near the
 // previous one (or at the start of the object) starts a stream whose first
 // batch is ReadAhead blocks beyond the reader; when the reader reaches the
-// middle of the last batch, the next one is requested, twice as large, up
-// to MaxReadAhead/2 blocks (so at most about MaxReadAhead blocks are ahead
-// of the reader). A read far from the previous one ends the stream.
+// first block of the last batch, the next one is requested, twice as large,
+// up to MaxReadAhead/2 blocks. So one batch is in flight while the reader
+// consumes the previous one, and at most about MaxReadAhead blocks are
+// ahead of the reader. A read far from the previous one ends the stream.
 func (o *Object) noteRead(off, n int64) {
 	if o.c.opts.ReadAhead == 0 {
 		return
@@ -58,7 +59,7 @@ func (o *Object) requestBatchLocked() {
 		}
 		o.startFill(b, min(b+chunk-1, to))
 	}
-	o.raBatch, o.raNext, o.raMarker = size, to+1, from+size/2
+	o.raBatch, o.raNext, o.raMarker = size, to+1, from
 }
 
 // Prefetch starts loading the blocks covering [off, off+length) (clamped to
