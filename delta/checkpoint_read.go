@@ -62,6 +62,12 @@ func ReadParquetActions(r io.ReaderAt, size int64, fn func(*Action) error) (err 
 	if err != nil {
 		return fmt.Errorf("%w: open checkpoint parquet: %w", ErrCorruptLog, err)
 	}
+	if err := CheckParquetPages(src, size, f); err != nil {
+		if rerr := src.firstError(); rerr != nil {
+			return fmt.Errorf("read checkpoint: %w", rerr)
+		}
+		return fmt.Errorf("%w: checkpoint: %w", ErrCorruptLog, err)
+	}
 	return cr.read(f)
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // CheckParquetFooter checks, before parquet-go parses a file's footer,
@@ -209,4 +211,98 @@ func (w *thriftWalker) skipMap(depth int) error {
 		}
 	}
 	return nil
+}
+
+// maxPageBytes bounds a page's uncompressed size: parquet-go allocates it
+// before decompressing. Writers use pages of about 1 MiB.
+const maxPageBytes = 256 << 20
+
+// CheckParquetPages walks the page headers of every column chunk of f (a
+// file of size bytes read through r, whose footer passed
+// CheckParquetFooter): each chunk must lie in the file, each page's
+// compressed bytes in its chunk and its uncompressed size under 256 MiB.
+// parquet-go allocates both sizes from a page header before reading, so a
+// few hostile bytes could otherwise claim gigabytes. It reads the page
+// headers only (64 KiB windows, 1 MiB for headers with large statistics).
+// The error does not wrap a sentinel.
+func CheckParquetPages(r io.ReaderAt, size int64, f *parquet.File) error {
+	for i, rg := range f.Metadata().RowGroups {
+		for j, cc := range rg.Columns {
+			m := cc.MetaData
+			start := m.DataPageOffset
+			if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
+				start = m.DictionaryPageOffset
+			}
+			if start < 4 || m.TotalCompressedSize < 0 || m.TotalCompressedSize > size-start {
+				return fmt.Errorf("row group %d column %d: chunk [%d,+%d) outside a file of %d bytes", i, j, start, m.TotalCompressedSize, size)
+			}
+			if err := checkPages(r, start, start+m.TotalCompressedSize); err != nil {
+				return fmt.Errorf("row group %d column %d: %w", i, j, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPages walks the pages of the column chunk [pos, end) of r.
+func checkPages(r io.ReaderAt, pos, end int64) error {
+	for pos < end {
+		var hdr int
+		var uncompressed, compressed int64
+		var err error
+		for _, window := range []int64{64 << 10, 1 << 20} {
+			buf := make([]byte, min(window, end-pos))
+			if err = readAtFull(r, buf, pos); err != nil {
+				return err
+			}
+			w := &thriftWalker{b: buf}
+			if uncompressed, compressed, err = w.pageSizes(); err == nil {
+				hdr = w.pos
+				break
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("page header at byte %d: %w", pos, err)
+		}
+		if compressed < 0 || compressed > end-pos-int64(hdr) || uncompressed < 0 || uncompressed > maxPageBytes {
+			return fmt.Errorf("page at byte %d: sizes %d compressed, %d uncompressed do not fit", pos, compressed, uncompressed)
+		}
+		pos += int64(hdr) + compressed
+	}
+	return nil
+}
+
+// pageSizes reads a PageHeader struct and returns its fields 2
+// (uncompressed_page_size) and 3 (compressed_page_size).
+func (w *thriftWalker) pageSizes() (uncompressed, compressed int64, err error) {
+	id := int64(0)
+	for {
+		h, err := w.byte()
+		if err != nil || h == 0 {
+			return uncompressed, compressed, err
+		}
+		if d := int64(h >> 4); d != 0 {
+			id += d
+		} else if id, err = w.zigzag(); err != nil {
+			return 0, 0, err
+		}
+		if t := h & 0x0f; t == thriftI32 && (id == 2 || id == 3) {
+			v, err := w.zigzag()
+			if err != nil {
+				return 0, 0, err
+			}
+			if id == 2 {
+				uncompressed = v
+			} else {
+				compressed = v
+			}
+		} else if err := w.skip(t, 1); err != nil {
+			return 0, 0, err
+		}
+	}
+}
+
+func (w *thriftWalker) zigzag() (int64, error) {
+	u, err := w.varint()
+	return int64(u>>1) ^ -int64(u&1), err
 }

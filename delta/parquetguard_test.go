@@ -49,3 +49,32 @@ func parquetWithFooter(footer []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(footer)))
 	return append(b, "PAR1"...)
 }
+
+// Page headers claiming more than their chunk holds, or a huge
+// uncompressed size, are refused before parquet-go allocates them.
+func TestCheckPages(t *testing.T) {
+	page := func(uncompressed, compressed uint64, data int) []byte {
+		b := []byte{0x15, 0x00, 0x15}
+		b = binary.AppendUvarint(b, uncompressed<<1)
+		b = append(b, 0x15)
+		b = binary.AppendUvarint(b, compressed<<1)
+		b = append(b, 0x00)
+		return append(b, make([]byte, data)...)
+	}
+	cases := []struct {
+		name  string
+		chunk []byte
+		ok    bool
+	}{
+		{"two pages", append(page(4, 4, 4), page(8, 2, 2)...), true},
+		{"huge uncompressed", page(1<<30, 4, 4), false},
+		{"compressed past the chunk", page(4, 1<<30, 4), false},
+		{"truncated header", page(4, 4, 4)[:3], false},
+	}
+	for _, c := range cases {
+		err := checkPages(bytes.NewReader(c.chunk), 0, int64(len(c.chunk)))
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err = %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+}

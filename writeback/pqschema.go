@@ -83,6 +83,9 @@ func openParquet(path, display string) (p *pqFile, err error) {
 		return nil, invalidf("%s: %v", display, err)
 	}
 	pf, err := openFooter(f, fi.Size())
+	if err == nil {
+		err = delta.CheckParquetPages(f, fi.Size(), pf)
+	}
 	if err != nil {
 		return nil, invalidf("%s: not a readable Parquet file: %v", display, err)
 	}
