@@ -3,17 +3,13 @@ package delta_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/fixturecheck"
 	"github.com/deltafs/deltafs/internal/testenv"
 )
 
@@ -96,137 +92,15 @@ func checkFixture(t *testing.T, fx testenv.FixtureInfo) {
 	if err != nil {
 		t.Fatalf("latest: %v", err)
 	}
-	facts := testenv.LoadFixtureJSON(t, fx.Name)
 	if want, ok := dvOutsideProtocolPath[fx.Name]; ok {
-		if _, err := liveRows(ctx, snap); !errors.Is(err, want) {
+		if _, err := fixturecheck.LiveRows(ctx, snap); !errors.Is(err, want) {
 			t.Fatalf("loading deletion vectors: got %v, want an error wrapping %q", err, want)
 		}
-		if want := int(num(facts["live_files"])); len(snap.Files()) != want {
+		facts := testenv.LoadFixtureJSON(t, fx.Name)
+		if want := int(fixturecheck.Num(facts["live_files"])); len(snap.Files()) != want {
 			t.Errorf("live files %d, want %d", len(snap.Files()), want)
 		}
 		return
 	}
-	checkLatest(t, ctx, snap, facts)
-	for _, ev := range fx.ExpectedVersions {
-		checkExpected(t, ctx, tbl, filepath.Dir(dir), ev)
-	}
-	checkAllVersions(t, ctx, tbl)
-}
-
-func checkLatest(t *testing.T, ctx context.Context, snap *delta.Snapshot, facts map[string]any) {
-	if want := int64(num(facts["latest_version"])); snap.Version() != want {
-		t.Errorf("latest version %d, want %d", snap.Version(), want)
-	}
-	if want := int(num(facts["live_files"])); len(snap.Files()) != want {
-		t.Errorf("live files %d, want %d", len(snap.Files()), want)
-	}
-	wantRows, ok := facts["live_rows_footer_minus_dv"].(float64)
-	if !ok || num(facts["live_files_missing_on_disk"]) > 0 {
-		return
-	}
-	if got, err := liveRows(ctx, snap); err != nil {
-		t.Fatal(err)
-	} else if got != int64(wantRows) {
-		t.Errorf("live rows %d, want %d", got, int64(wantRows))
-	}
-}
-
-// liveRows sums physical rows minus deleted rows, loading every deletion
-// vector so that its cardinality is checked against the descriptor.
-func liveRows(ctx context.Context, snap *delta.Snapshot) (int64, error) {
-	var total int64
-	for _, a := range snap.Files() {
-		n, err := snap.NumRecords(ctx, a)
-		if err != nil {
-			return 0, fmt.Errorf("version %d: numRecords of %s: %w", snap.Version(), a.Path, err)
-		}
-		dv, err := snap.DeletedRows(ctx, a)
-		if err != nil {
-			return 0, err
-		}
-		total += n - int64(dv.GetCardinality())
-	}
-	return total, nil
-}
-
-// checkExpected compares the live row count of a version with the rows of
-// the fixture's expected/<v> Parquet files.
-func checkExpected(t *testing.T, ctx context.Context, tbl *delta.Table, fixtureDir, ev string) {
-	if ev == "text" {
-		return
-	}
-	want := countParquetRows(t, filepath.Join(fixtureDir, "expected", ev))
-	version := int64(-1)
-	if ev != "latest" {
-		version = int64(num(strings.TrimPrefix(ev, "v")))
-	}
-	snap, err := tbl.Snapshot(ctx, version)
-	if err != nil {
-		t.Fatalf("%s: %v", ev, err)
-	}
-	if got, err := liveRows(ctx, snap); err != nil {
-		t.Fatalf("%s: %v", ev, err)
-	} else if got != want {
-		t.Errorf("%s: live rows %d, expected/%s has %d", ev, got, ev, want)
-	}
-}
-
-func checkAllVersions(t *testing.T, ctx context.Context, tbl *delta.Table) {
-	vs, err := tbl.Versions(ctx)
-	if err != nil {
-		t.Fatalf("versions: %v", err)
-	}
-	for _, v := range vs {
-		s, err := tbl.Snapshot(ctx, v.Version)
-		if err != nil {
-			t.Errorf("version %d: %v", v.Version, err)
-			continue
-		}
-		if s.Version() != v.Version {
-			t.Errorf("asked for version %d, got %d", v.Version, s.Version())
-		}
-	}
-}
-
-func countParquetRows(t *testing.T, dir string) int64 {
-	var total int64
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fi, _ := f.Stat()
-		pf, err := parquet.OpenFile(f, fi.Size())
-		if err != nil {
-			return err
-		}
-		total += pf.NumRows()
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("count expected rows in %s: %v", dir, err)
-	}
-	return total
-}
-
-// num converts a JSON number (float64) or a decimal string to float64.
-func num(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case string:
-		var f float64
-		for _, c := range x {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			f = f*10 + float64(c-'0')
-		}
-		return f
-	}
-	return -1
+	fixturecheck.Table(t, tbl, snap, fx.Name)
 }

@@ -58,6 +58,10 @@ func ruleFor(rel string) *layerRule {
 	return nil
 }
 
+// testHelpers are packages for tests only (they import "testing"): only
+// tests and each other may import them.
+var testHelpers = map[string]bool{"internal/testenv": true, "internal/fixturecheck": true}
+
 // violations returns one message per forbidden arrow from pkg (an import
 // path) to its transitive non-test dependencies deps.
 func violations(pkg string, deps []string) []string {
@@ -67,8 +71,9 @@ func violations(pkg string, deps []string) []string {
 	}
 	var out []string
 	for _, dep := range deps {
-		if dep == module+"/internal/testenv" {
-			out = append(out, fmt.Sprintf("%s -> %s: only tests may import testenv", rel, "internal/testenv"))
+		d := strings.TrimPrefix(dep, module+"/")
+		if testHelpers[d] && !testHelpers[rel] {
+			out = append(out, fmt.Sprintf("%s -> %s: only tests may import %s", rel, d, d))
 		}
 	}
 	r := ruleFor(rel)
@@ -173,7 +178,7 @@ func TestArrowRules(t *testing.T) {
 		{m("blobcache"), m("delta"), "blobcache -> delta"},
 		{m("blobcache"), goFuse + "/v2/fs", "blobcache -> github.com/hanwen/go-fuse/v2/fs"},
 		{m("internal/testenv"), m("delta"), "internal/testenv -> delta"},
-		{m("fs"), m("internal/testenv"), "only tests may import testenv"},
+		{m("fs"), m("internal/testenv"), "only tests may import internal/testenv"},
 		{m("integration"), m("fs"), ""},
 		{"example.com/other", m("fs"), ""},
 	} {

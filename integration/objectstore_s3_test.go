@@ -26,6 +26,7 @@ import (
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/internal/fixturecheck"
 	"github.com/deltafs/deltafs/internal/testenv"
 )
 
@@ -66,7 +67,7 @@ func describeTable(t *testing.T, u string) string {
 	if err != nil {
 		return "latest: " + errorKind(err)
 	}
-	rows, err := storeLiveRows(ctx, snap)
+	rows, err := fixturecheck.LiveRows(ctx, snap)
 	d := fmt.Sprintf("version %d, %d files, %d rows (%s)", snap.Version(), len(snap.Files()), rows, errorKind(err))
 	vs, err := tbl.Versions(ctx)
 	if err != nil {

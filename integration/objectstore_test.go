@@ -10,18 +10,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/fixturecheck"
 	"github.com/deltafs/deltafs/internal/testenv"
 )
 
@@ -122,9 +119,8 @@ func openStore(t testing.TB, u string) *blobstore.Store {
 // matches FIXTURE.json, every expected/vN has the snapshot's live rows,
 // every listed version builds. The refused fixture must be refused.
 func checkStoreFixture(t *testing.T, u, name string) {
-	ctx := context.Background()
 	tbl := delta.Open(openStore(t, u), delta.Options{})
-	snap, err := tbl.Latest(ctx)
+	snap, err := tbl.Latest(context.Background())
 	if name == fixtureRefused {
 		if !errors.Is(err, delta.ErrUnsupportedFeature) {
 			t.Fatalf("latest: got %v, want an error wrapping %q", err, delta.ErrUnsupportedFeature)
@@ -134,136 +130,7 @@ func checkStoreFixture(t *testing.T, u, name string) {
 	if err != nil {
 		t.Fatalf("latest: %v", err)
 	}
-	facts := testenv.LoadFixtureJSON(t, name)
-	if want := int64(factNum(facts["latest_version"])); snap.Version() != want {
-		t.Errorf("latest version %d, want %d", snap.Version(), want)
-	}
-	if want := int(factNum(facts["live_files"])); len(snap.Files()) != want {
-		t.Errorf("live files %d, want %d", len(snap.Files()), want)
-	}
-	if want, ok := facts["live_rows_footer_minus_dv"].(float64); ok {
-		if got, err := storeLiveRows(ctx, snap); err != nil || got != int64(want) {
-			t.Errorf("live rows %d (%v), want %d", got, err, int64(want))
-		}
-	}
-	for _, ev := range expectedVersions(t, name) {
-		checkStoreExpected(t, ctx, tbl, testenv.FixtureRoot(t, name), ev)
-	}
-	checkStoreVersions(t, ctx, tbl)
-}
-
-// expectedVersions returns the fixture's expected/ dirs with Parquet rows.
-func expectedVersions(t *testing.T, name string) []string {
-	for _, fx := range testenv.Index(t) {
-		if fx.Name == name {
-			var out []string
-			for _, ev := range fx.ExpectedVersions {
-				if ev != "text" {
-					out = append(out, ev)
-				}
-			}
-			return out
-		}
-	}
-	t.Fatalf("fixture %s not in INDEX.tsv", name)
-	return nil
-}
-
-// storeLiveRows sums physical rows minus deleted rows, loading every
-// deletion vector from the store.
-func storeLiveRows(ctx context.Context, snap *delta.Snapshot) (int64, error) {
-	var total int64
-	for _, a := range snap.Files() {
-		n, err := snap.NumRecords(ctx, a)
-		if err != nil {
-			return 0, fmt.Errorf("numRecords of %s: %w", a.Path, err)
-		}
-		dv, err := snap.DeletedRows(ctx, a)
-		if err != nil {
-			return 0, err
-		}
-		total += n - int64(dv.GetCardinality())
-	}
-	return total, nil
-}
-
-// checkStoreExpected compares a version's live rows with the rows of the
-// fixture's expected/<ev> Parquet files (read locally).
-func checkStoreExpected(t *testing.T, ctx context.Context, tbl *delta.Table, fixtureDir, ev string) {
-	want := countExpectedRows(t, filepath.Join(fixtureDir, "expected", ev))
-	version := int64(-1)
-	if ev != "latest" {
-		version = int64(factNum(strings.TrimPrefix(ev, "v")))
-	}
-	snap, err := tbl.Snapshot(ctx, version)
-	if err != nil {
-		t.Fatalf("%s: %v", ev, err)
-	}
-	if got, err := storeLiveRows(ctx, snap); err != nil || got != want {
-		t.Errorf("%s: live rows %d (%v), expected/%s has %d", ev, got, err, ev, want)
-	}
-}
-
-// checkStoreVersions builds every version the log lists.
-func checkStoreVersions(t *testing.T, ctx context.Context, tbl *delta.Table) {
-	vs, err := tbl.Versions(ctx)
-	if err != nil {
-		t.Fatalf("versions: %v", err)
-	}
-	for _, v := range vs {
-		if s, err := tbl.Snapshot(ctx, v.Version); err != nil {
-			t.Errorf("version %d: %v", v.Version, err)
-		} else if s.Version() != v.Version {
-			t.Errorf("asked for version %d, got %d", v.Version, s.Version())
-		}
-	}
-}
-
-func countExpectedRows(t *testing.T, dir string) int64 {
-	var total int64
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		pf, err := parquet.OpenFile(f, fi.Size())
-		if err != nil {
-			return err
-		}
-		total += pf.NumRows()
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("count expected rows in %s: %v", dir, err)
-	}
-	return total
-}
-
-// factNum converts a JSON number (float64) or a decimal string to
-// float64, -1 for anything else.
-func factNum(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case string:
-		var f float64
-		for _, c := range x {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			f = f*10 + float64(c-'0')
-		}
-		return f
-	}
-	return -1
+	fixturecheck.Table(t, tbl, snap, name)
 }
 
 // putIfAbsentRace races 8 writers for each of 10 commit keys: exactly one
