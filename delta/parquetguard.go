@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+	"github.com/pierrec/lz4/v4"
 )
 
 // CheckParquetFooter checks, before parquet-go parses a file's footer,
@@ -236,7 +238,7 @@ func CheckParquetPages(r io.ReaderAt, size int64, f *parquet.File) error {
 			if start < 4 || m.TotalCompressedSize < 0 || m.TotalCompressedSize > size-start {
 				return fmt.Errorf("row group %d column %d: chunk [%d,+%d) outside a file of %d bytes", i, j, start, m.TotalCompressedSize, size)
 			}
-			if err := checkPages(r, start, start+m.TotalCompressedSize); err != nil {
+			if err := checkPages(r, start, start+m.TotalCompressedSize, m.Codec == format.Lz4Raw); err != nil {
 				return fmt.Errorf("row group %d column %d: %w", i, j, err)
 			}
 		}
@@ -244,11 +246,14 @@ func CheckParquetPages(r io.ReaderAt, size int64, f *parquet.File) error {
 	return nil
 }
 
-// checkPages walks the pages of the column chunk [pos, end) of r.
-func checkPages(r io.ReaderAt, pos, end int64) error {
+// checkPages walks the pages of the column chunk [pos, end) of r. With
+// lz4 set (an LZ4_RAW chunk) each page is also trial-decoded into a buffer
+// of its declared size: parquet-go's LZ4 decoder doubles its buffer
+// without bound on a corrupt block.
+func checkPages(r io.ReaderAt, pos, end int64, lz4 bool) error {
 	for pos < end {
 		var hdr int
-		var uncompressed, compressed int64
+		var ph pageHeader
 		var err error
 		for _, window := range []int64{64 << 10, 1 << 20} {
 			buf := make([]byte, min(window, end-pos))
@@ -256,7 +261,7 @@ func checkPages(r io.ReaderAt, pos, end int64) error {
 				return err
 			}
 			w := &thriftWalker{b: buf}
-			if uncompressed, compressed, err = w.pageSizes(); err == nil {
+			if ph, err = w.pageHeader(); err == nil {
 				hdr = w.pos
 				break
 			}
@@ -264,42 +269,100 @@ func checkPages(r io.ReaderAt, pos, end int64) error {
 		if err != nil {
 			return fmt.Errorf("page header at byte %d: %w", pos, err)
 		}
-		if compressed < 0 || compressed > end-pos-int64(hdr) || uncompressed < 0 || uncompressed > maxPageBytes {
-			return fmt.Errorf("page at byte %d: sizes %d compressed, %d uncompressed do not fit", pos, compressed, uncompressed)
+		if ph.compressed < 0 || ph.compressed > end-pos-int64(hdr) || ph.uncompressed < 0 || ph.uncompressed > maxPageBytes {
+			return fmt.Errorf("page at byte %d: sizes %d compressed, %d uncompressed do not fit", pos, ph.compressed, ph.uncompressed)
 		}
-		pos += int64(hdr) + compressed
+		if lz4 {
+			if err := checkLZ4Page(r, pos+int64(hdr), ph); err != nil {
+				return fmt.Errorf("page at byte %d: %w", pos, err)
+			}
+		}
+		pos += int64(hdr) + ph.compressed
 	}
 	return nil
 }
 
-// pageSizes reads a PageHeader struct and returns its fields 2
-// (uncompressed_page_size) and 3 (compressed_page_size).
-func (w *thriftWalker) pageSizes() (uncompressed, compressed int64, err error) {
+// pageHeader holds the PageHeader fields the checks need.
+type pageHeader struct {
+	uncompressed, compressed int64 // fields 2 and 3
+	levels                   int64 // V2 pages: uncompressed level bytes before the values
+	valuesCompressed         bool  // V2 pages: is_compressed (default true)
+}
+
+// pageHeader reads a PageHeader struct: fields 2 (uncompressed_page_size),
+// 3 (compressed_page_size) and, in field 8 (data_page_header_v2), the
+// level byte lengths (5, 6) and is_compressed (7).
+func (w *thriftWalker) pageHeader() (ph pageHeader, err error) {
+	ph.valuesCompressed = true
+	err = w.fields(func(id int64, t byte) (bool, error) {
+		switch {
+		case t == thriftI32 && id == 2:
+			ph.uncompressed, err = w.zigzag()
+		case t == thriftI32 && id == 3:
+			ph.compressed, err = w.zigzag()
+		case t == thriftStruct && id == 8:
+			err = w.fields(func(id int64, t byte) (bool, error) {
+				switch {
+				case t == thriftI32 && (id == 5 || id == 6):
+					n, err := w.zigzag()
+					ph.levels += max(n, 0)
+					return true, err
+				case (t == thriftTrue || t == thriftFalse) && id == 7:
+					ph.valuesCompressed = t == thriftTrue
+					return true, nil
+				}
+				return false, nil
+			})
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	return ph, err
+}
+
+// fields walks the fields of a struct, calling read for each; read
+// returns false for a field it did not consume, which is then skipped.
+func (w *thriftWalker) fields(read func(id int64, t byte) (bool, error)) error {
 	id := int64(0)
 	for {
 		h, err := w.byte()
 		if err != nil || h == 0 {
-			return uncompressed, compressed, err
+			return err
 		}
 		if d := int64(h >> 4); d != 0 {
 			id += d
 		} else if id, err = w.zigzag(); err != nil {
-			return 0, 0, err
+			return err
 		}
-		if t := h & 0x0f; t == thriftI32 && (id == 2 || id == 3) {
-			v, err := w.zigzag()
-			if err != nil {
-				return 0, 0, err
+		t := h & 0x0f
+		done, err := read(id, t)
+		if err != nil {
+			return err
+		}
+		if !done {
+			if err := w.skip(t, 1); err != nil {
+				return err
 			}
-			if id == 2 {
-				uncompressed = v
-			} else {
-				compressed = v
-			}
-		} else if err := w.skip(t, 1); err != nil {
-			return 0, 0, err
 		}
 	}
+}
+
+// checkLZ4Page decodes an LZ4_RAW page body at off into a buffer of the
+// size its header declares; a block that does not fit is corrupt.
+func checkLZ4Page(r io.ReaderAt, off int64, ph pageHeader) error {
+	if !ph.valuesCompressed || ph.levels > ph.compressed || ph.levels > ph.uncompressed {
+		return nil
+	}
+	src := make([]byte, ph.compressed-ph.levels)
+	if err := readAtFull(r, src, off+ph.levels); err != nil {
+		return err
+	}
+	dst := make([]byte, ph.uncompressed-ph.levels)
+	if n, err := lz4.UncompressBlock(src, dst); err != nil || n != len(dst) {
+		return fmt.Errorf("LZ4_RAW block does not decode to its declared %d bytes", len(dst))
+	}
+	return nil
 }
 
 func (w *thriftWalker) zigzag() (int64, error) {
