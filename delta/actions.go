@@ -226,27 +226,29 @@ func (a *Action) validate() error {
 	return nil
 }
 
-// statsNumRecords extracts numRecords from a stats JSON string without
-// decoding the rest of it (stats can be large; replay only needs this).
+// statsNumRecords extracts the top-level numRecords from a stats JSON
+// string. The common layout (numRecords as the first key, as Spark, Kernel
+// and delta-rs write it) is read without decoding the rest (stats can be
+// large; replay only needs this); any other layout is decoded, because a
+// column named "numRecords" puts that key inside minValues/maxValues/
+// nullCount too and the protocol fixes no key order.
 func statsNumRecords(stats string) (int64, bool) {
-	const k = `"numRecords"`
-	i := strings.Index(stats, k)
-	if i < 0 {
+	const k = `{"numRecords":`
+	if s, ok := strings.CutPrefix(stats, k); ok {
+		end := 0
+		for end < len(s) && (s[end] == '-' || (s[end] >= '0' && s[end] <= '9')) {
+			end++
+		}
+		if n, err := strconv.ParseInt(s[:end], 10, 64); err == nil {
+			return n, true
+		}
+	}
+	var v struct {
+		NumRecords *json.Number `json:"numRecords"`
+	}
+	if json.Unmarshal([]byte(stats), &v) != nil || v.NumRecords == nil {
 		return 0, false
 	}
-	s := stats[i+len(k):]
-	j := 0
-	for j < len(s) && (s[j] == ' ' || s[j] == ':' || s[j] == '\t' || s[j] == '\n') {
-		j++
-	}
-	s = s[j:]
-	end := 0
-	for end < len(s) && (s[end] == '-' || (s[end] >= '0' && s[end] <= '9')) {
-		end++
-	}
-	n, err := strconv.ParseInt(s[:end], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return n, true
+	n, err := v.NumRecords.Int64()
+	return n, err == nil
 }
