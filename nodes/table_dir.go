@@ -85,6 +85,11 @@ func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
 		d.refused = err
 		return changed, err
 	}
+	if d.latest != nil && snap.Version() < d.latest.Version() {
+		// An overlapping Refresh (an inbox commit's) already saw a newer
+		// version: @latest never moves back.
+		return false, nil
+	}
 	changed = d.latest == nil || d.latest.Version() != snap.Version()
 	d.latest, d.refused = snap, nil
 	return changed, nil

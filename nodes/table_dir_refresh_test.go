@@ -1,0 +1,53 @@
+package nodes
+
+import (
+	"context"
+	"testing"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/testenv"
+)
+
+// staleTable answers Latest with a fixed snapshot, as a Latest call that
+// listed the log before a concurrent commit landed and returned after it.
+type staleTable struct {
+	Table
+	latest *delta.Snapshot
+}
+
+func (s *staleTable) Latest(context.Context) (*delta.Snapshot, error) { return s.latest, nil }
+
+// TestRefreshNeverMovesLatestBack: two refreshes can overlap (the refresh
+// loop and an inbox commit's); the one that read an older version and
+// finished last must not move @latest back from the commit's version.
+func TestRefreshNeverMovesLatestBack(t *testing.T) {
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, testenv.Fixture(t, "dat/basic_append"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	real := delta.Open(st, delta.Options{})
+	v0, err := real.Snapshot(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := real.Snapshot(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := &staleTable{Table: real, latest: v1}
+	d := NewTableDir(NewEnv(nil, nil, Options{}), "t", tbl)
+	if changed, err := d.Refresh(ctx); err != nil || !changed {
+		t.Fatalf("first refresh: changed %v, err %v; want true, nil", changed, err)
+	}
+	tbl.latest = v0 // the slow, stale refresh ends now
+	changed, err := d.Refresh(ctx)
+	if err != nil || changed {
+		t.Errorf("stale refresh: changed %v, err %v; want false, nil", changed, err)
+	}
+	if v, ok := d.Version(); !ok || v != 1 {
+		t.Errorf("after a stale refresh, Version() = %d, %v; want 1, true", v, ok)
+	}
+}
