@@ -43,13 +43,18 @@ func (t *Table) replayOnto(ctx context.Context, seg *LogSegment, l *logListing, 
 		}
 	}
 	// The commit of the version itself carries its commitInfo and time,
-	// even when the version is a checkpoint.
+	// even when the version is a checkpoint. A corrupt or vanished commit
+	// file is tolerated (the checkpoint holds the state); a failed read is
+	// not, or the snapshot would be cached without them.
 	if len(todo) == 0 {
 		if f, ok := l.commits[v]; ok {
 			todo = nil
 			c, err := t.readCommitCached(ctx, f)
 			if err == nil {
 				return t.finish(v, base, c)
+			}
+			if !errors.Is(err, ErrCorruptLog) && !errors.Is(err, ErrNotExist) {
+				return nil, t.wrap(v, err)
 			}
 		}
 		return t.finish(v, base, nil)
