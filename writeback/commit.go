@@ -119,7 +119,10 @@ func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *tx
 		// during it, and many writers then land about one version per
 		// backoff.
 		if err := sleep(ctx, wait/2+rand.N(wait)); err != nil {
-			return -1, err
+			if !errors.Is(putErr, delta.ErrExists) {
+				tx.maybeLanded = true // the put's outcome is unknown
+			}
+			return -1, fmt.Errorf("append to %s: write commit %d: %w (put: %w)", c.table.Name(), v, err, putErr)
 		}
 		wait = min(2*wait, time.Second)
 		landed, next, err := c.resolve(ctx, v, tx, putErr)
