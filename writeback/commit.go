@@ -146,6 +146,11 @@ func (c *Committer) resolve(ctx context.Context, v int64, tx *txn, putErr error)
 		_, err := c.store.Stat(ctx, delta.CommitKey(v))
 		switch {
 		case errors.Is(err, delta.ErrNotExist):
+			// Not there now. A local commit (link(2)) fails for good, but
+			// an object store may still complete a PUT whose answer was
+			// lost: there, keep the data files so that such a late commit
+			// never references deleted files (at worst they stay orphans).
+			tx.maybeLanded = localDir(c.store) == ""
 			return -1, nil, fmt.Errorf("append to %s: write commit %d: %w", c.table.Name(), v, putErr)
 		case err != nil:
 			tx.maybeLanded = true
