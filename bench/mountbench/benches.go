@@ -48,13 +48,13 @@ func benchSeq(o options) ([]section, error) {
 	}
 	var sections []section
 	for f := range nSeqFigures {
-		s := section{title: fmt.Sprintf("sequential read of a %d MiB file, %s", o.seqBytes>>20, seqFigureNames[f]),
-			ratio: "throughput / native throughput (higher is better)"}
+		s := section{NoteHeader: "issue's loopback figure", Title: fmt.Sprintf("sequential read of a %d MiB file, %s", o.seqBytes>>20, seqFigureNames[f]),
+			Ratio: "throughput / native throughput (higher is better)"}
 		base := median(got[native][f])
 		for _, c := range configs {
 			m := median(got[c][f])
-			s.rows = append(s.rows, row{figure: "seq read", cfg: string(c), value: throughput(o.seqBytes, m),
-				ratio: base.Seconds() / m.Seconds(), target: seqTargets[c][f], bar: seqBars[c][f]})
+			s.Rows = append(s.Rows, row{Figure: "seq read", Config: string(c), Value: throughput(o.seqBytes, m),
+				Ratio: base.Seconds() / m.Seconds(), Target: seqTargets[c][f], Note: seqBars[c][f]})
 		}
 		sections = append(sections, s)
 	}
@@ -114,16 +114,16 @@ func dvSection(o options, t *dvTable, cached bool) (section, error) {
 			got[v], stats[v] = append(got[v], d[0]+d[1]), append(stats[v], d[0])
 		}
 	}
-	s := section{title: fmt.Sprintf("first read of a %.0f MiB Parquet file through deltafs (passthrough), %s", float64(t.size)/(1<<20), state),
-		ratio: "time of stat + open/read/close / the same for the plain (no DV) file through the mount (lower is better)"}
+	s := section{NoteHeader: "issue's loopback figure", Title: fmt.Sprintf("first read of a %.0f MiB Parquet file through deltafs (passthrough), %s", float64(t.size)/(1<<20), state),
+		Ratio: "time of stat + open/read/close / the same for the plain (no DV) file through the mount (lower is better)"}
 	base := median(got[0])
-	s.rows = append(s.rows, row{figure: "native read", cfg: "native", value: throughput(t.size, median(nat)), ratio: median(nat).Seconds() / base.Seconds()})
+	s.Rows = append(s.Rows, row{Figure: "native read", Config: "native", Value: throughput(t.size, median(nat)), Ratio: median(nat).Seconds() / base.Seconds()})
 	names := []string{"plain (@v0, no DV)", "DV, deletes in 1 of 8 row groups", "DV, deletes in 8 of 8 row groups"}
 	targets := []target{noTarget, atMost(1.5), atMost(3)}
 	for v := range 3 {
 		m := median(got[v])
 		value := fmt.Sprintf("%s (stat %s)", round(m), round(median(stats[v])))
-		s.rows = append(s.rows, row{figure: names[v], cfg: string(deltaPT), value: value, ratio: m.Seconds() / base.Seconds(), target: targets[v]})
+		s.Rows = append(s.Rows, row{Figure: names[v], Config: string(deltaPT), Value: value, Ratio: m.Seconds() / base.Seconds(), Target: targets[v]})
 	}
 	return s, nil
 }
@@ -137,10 +137,10 @@ func benchLs(o options) ([]section, error) {
 		}
 	}
 	configs := []config{native, deltaPT, loopback, loopbackTuned}
-	warm := section{title: fmt.Sprintf("ls -l of %d files, warm (median of %d runs after one)", o.files, o.lsRuns),
-		ratio: "time / native time (lower is better)"}
-	cold := section{title: fmt.Sprintf("ls -l of %d files, cold (fresh mount, caches dropped; median of %d)", o.files, o.trials),
-		ratio: "time / native time (lower is better)"}
+	warm := section{NoteHeader: "issue's loopback figure", Title: fmt.Sprintf("ls -l of %d files, warm (median of %d runs after one)", o.files, o.lsRuns),
+		Ratio: "time / native time (lower is better)"}
+	cold := section{NoteHeader: "issue's loopback figure", Title: fmt.Sprintf("ls -l of %d files, cold (fresh mount, caches dropped; median of %d)", o.files, o.trials),
+		Ratio: "time / native time (lower is better)"}
 	var warmBase, coldBase time.Duration
 	for _, c := range configs {
 		ds, err := lsWarm(c, o.work, root, o.files, o.lsRuns)
@@ -159,13 +159,13 @@ func benchLs(o options) ([]section, error) {
 		if c == native {
 			warmBase, coldBase = w, k
 		}
-		wr := row{figure: "ls -l", cfg: string(c), value: round(w), ratio: w.Seconds() / warmBase.Seconds()}
-		cr := row{figure: "ls -l", cfg: string(c), value: round(k), ratio: k.Seconds() / coldBase.Seconds()}
+		wr := row{Figure: "ls -l", Config: string(c), Value: round(w), Ratio: w.Seconds() / warmBase.Seconds()}
+		cr := row{Figure: "ls -l", Config: string(c), Value: round(k), Ratio: k.Seconds() / coldBase.Seconds()}
 		if c == deltaPT {
-			wr.target, wr.bar = atMost(1.0), "0.78 (xattrs off, CACHE_DIR); 13 (xattrs on)"
-			cr.target, cr.bar = atMost(1.5), "1.3"
+			wr.Target, wr.Note = atMost(1.0), "0.78 (xattrs off, CACHE_DIR); 13 (xattrs on)"
+			cr.Target, cr.Note = atMost(1.5), "1.3"
 		}
-		warm.rows, cold.rows = append(warm.rows, wr), append(cold.rows, cr)
+		warm.Rows, cold.Rows = append(warm.Rows, wr), append(cold.Rows, cr)
 	}
 	return []section{warm, cold}, nil
 }
@@ -180,8 +180,8 @@ func benchOpen(o options) ([]section, error) {
 			return nil, err
 		}
 	}
-	s := section{title: fmt.Sprintf("open + read 1 byte + close of a small file, warm (p50 of %d)", o.opens),
-		ratio: "p50 / native p50 (lower is better)"}
+	s := section{NoteHeader: "issue's loopback figure", Title: fmt.Sprintf("open + read 1 byte + close of a small file, warm (p50 of %d)", o.opens),
+		Ratio: "p50 / native p50 (lower is better)"}
 	var base time.Duration
 	for _, c := range []config{native, deltaPT, deltaUser, loopback, loopbackTuned} {
 		ds, err := openReadClose(c, o.work, root, name, o.opens)
@@ -192,11 +192,11 @@ func benchOpen(o options) ([]section, error) {
 		if c == native {
 			base = p50
 		}
-		r := row{figure: "open+read+close", cfg: string(c), value: fmt.Sprintf("%s (p90 %s)", round(p50), round(quantile(ds, 0.9))), ratio: p50.Seconds() / base.Seconds()}
+		r := row{Figure: "open+read+close", Config: string(c), Value: fmt.Sprintf("%s (p90 %s)", round(p50), round(quantile(ds, 0.9))), Ratio: p50.Seconds() / base.Seconds()}
 		if c == deltaPT || c == deltaUser {
-			r.target, r.bar = atMost(13), "13-18"
+			r.Target, r.Note = atMost(13), "13-18"
 		}
-		s.rows = append(s.rows, r)
+		s.Rows = append(s.Rows, r)
 	}
 	return []section{s}, nil
 }

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/deltafs/deltafs/bench/internal/report"
 )
 
 // options are the benchmark's settings, from the environment.
@@ -139,19 +141,9 @@ func run(o options) error {
 		fmt.Printf("mountbench: %s done in %s\n", s.name, time.Since(start).Round(time.Second))
 		sections = append(sections, got...)
 	}
-	printReport(os.Stdout, sections)
+	report.Print(os.Stdout, sections)
 	fmt.Printf("\nmountbench: load average at the end: %s (other processes share these CPUs)\n", loadAvg())
 	return nil
-}
-
-// loadAvg returns the 1, 5 and 15 minute load averages.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // generated returns root and whether the table there was already written

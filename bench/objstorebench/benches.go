@@ -62,21 +62,21 @@ func seqSections(o options, get, cold, warm []readTimes) []section {
 		return median(pick(ts, func(t readTimes) time.Duration { return t.ttfb }))
 	}
 	base, baseTTFB := totals(get), ttfbs(get)
-	seq := section{title: fmt.Sprintf("sequential read of a %d MiB object in S3 (versitygw on loopback; median of %d)", o.objBytes>>20, o.trials),
-		ratio: "GET time / time = throughput relative to one ranged GET with gocloud's S3 reader (higher is better)"}
-	seq.rows = []row{
-		{figure: "ranged GET, whole object", cfg: "gocloud s3blob", value: throughput(o.objBytes, base), ratio: 1},
-		{figure: "fresh mount, 1st read", cfg: "deltafs", value: throughput(o.objBytes, totals(cold)),
-			ratio: base.Seconds() / totals(cold).Seconds(), target: atLeast(0.8)},
-		{figure: "same mount, 2nd read", cfg: "deltafs", value: throughput(o.objBytes, totals(warm)),
-			ratio: base.Seconds() / totals(warm).Seconds()},
+	seq := section{Title: fmt.Sprintf("sequential read of a %d MiB object in S3 (versitygw on loopback; median of %d)", o.objBytes>>20, o.trials),
+		Ratio: "GET time / time = throughput relative to one ranged GET with gocloud's S3 reader (higher is better)"}
+	seq.Rows = []row{
+		{Figure: "ranged GET, whole object", Config: "gocloud s3blob", Value: throughput(o.objBytes, base), Ratio: 1},
+		{Figure: "fresh mount, 1st read", Config: "deltafs", Value: throughput(o.objBytes, totals(cold)),
+			Ratio: base.Seconds() / totals(cold).Seconds(), Target: atLeast(0.8)},
+		{Figure: "same mount, 2nd read", Config: "deltafs", Value: throughput(o.objBytes, totals(warm)),
+			Ratio: base.Seconds() / totals(warm).Seconds()},
 	}
-	ttfb := section{title: fmt.Sprintf("time to first byte (first %d KiB) of the same object", firstRead>>10),
-		ratio: "time / the GET's time (lower is better)"}
-	ttfb.rows = []row{
-		{figure: "GET to first bytes", cfg: "gocloud s3blob", value: round(baseTTFB), ratio: 1},
-		{figure: "open + first read, fresh mount (snapshot loaded)", cfg: "deltafs", value: round(ttfbs(cold)), ratio: ttfbs(cold).Seconds() / baseTTFB.Seconds()},
-		{figure: "open + first read, 2nd time", cfg: "deltafs", value: round(ttfbs(warm)), ratio: ttfbs(warm).Seconds() / baseTTFB.Seconds()},
+	ttfb := section{Title: fmt.Sprintf("time to first byte (first %d KiB) of the same object", firstRead>>10),
+		Ratio: "time / the GET's time (lower is better)"}
+	ttfb.Rows = []row{
+		{Figure: "GET to first bytes", Config: "gocloud s3blob", Value: round(baseTTFB), Ratio: 1},
+		{Figure: "open + first read, fresh mount (snapshot loaded)", Config: "deltafs", Value: round(ttfbs(cold)), Ratio: ttfbs(cold).Seconds() / baseTTFB.Seconds()},
+		{Figure: "open + first read, 2nd time", Config: "deltafs", Value: round(ttfbs(warm)), Ratio: ttfbs(warm).Seconds() / baseTTFB.Seconds()},
 	}
 	return []section{seq, ttfb}
 }
@@ -121,12 +121,12 @@ func benchFind(o options, srv *s3Server) ([]section, error) {
 		cold = append(cold, c)
 	}
 	base := median(native)
-	s := section{title: fmt.Sprintf("find over a %d-file snapshot of an S3 table (%d partitions)", o.files, partitions),
-		ratio: "time / native find over the same tree of empty local files, warm (lower is better)"}
-	s.rows = []row{
-		{figure: "find, warm", cfg: "native", value: round(base), ratio: 1},
-		{figure: "find, fresh mount (loads the snapshot)", cfg: "deltafs", value: round(median(cold)), ratio: median(cold).Seconds() / base.Seconds()},
-		{figure: "find, warm", cfg: "deltafs", value: round(median(warm)), ratio: median(warm).Seconds() / base.Seconds()},
+	s := section{Title: fmt.Sprintf("find over a %d-file snapshot of an S3 table (%d partitions)", o.files, partitions),
+		Ratio: "time / native find over the same tree of empty local files, warm (lower is better)"}
+	s.Rows = []row{
+		{Figure: "find, warm", Config: "native", Value: round(base), Ratio: 1},
+		{Figure: "find, fresh mount (loads the snapshot)", Config: "deltafs", Value: round(median(cold)), Ratio: median(cold).Seconds() / base.Seconds()},
+		{Figure: "find, warm", Config: "deltafs", Value: round(median(warm)), Ratio: median(warm).Seconds() / base.Seconds()},
 	}
 	return []section{s}, nil
 }
