@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,33 +13,6 @@ import (
 	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/parquet-go/parquet-go"
 )
-
-// cwCopyTable copies a fixture's table dir into a temp dir (fixtures are
-// never written) and returns the copy's root.
-func cwCopyTable(t *testing.T, fixture string) string {
-	t.Helper()
-	src := testenv.Fixture(t, fixture)
-	dst := filepath.Join(t.TempDir(), "table")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, data, 0o644)
-	})
-	if err != nil {
-		t.Fatalf("copy %s: %v", fixture, err)
-	}
-	return dst
-}
 
 // cwTruncateLog removes every commit before v and every checkpoint but
 // v's classic one, so that v can only be built through that checkpoint.
@@ -74,7 +46,7 @@ func TestWriteCheckpointRebuildsSnapshot(t *testing.T) {
 	} {
 		t.Run(fixture, func(t *testing.T) {
 			ctx := context.Background()
-			root := cwCopyTable(t, fixture)
+			root := testenv.CopyFixture(t, fixture)
 			store := dirStore{root: root}
 			orig, err := Open(store, Options{}).Latest(ctx)
 			if err != nil {
@@ -260,7 +232,7 @@ func TestWriteCheckpointSparkLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	store := dirStore{root: cwCopyTable(t, fixture)}
+	store := dirStore{root: testenv.CopyFixture(t, fixture)}
 	snap, err := Open(store, Options{}).Latest(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +267,7 @@ func TestWriteCheckpointSparkLayout(t *testing.T) {
 
 func TestWriteCheckpointKeepsNewerHint(t *testing.T) {
 	ctx := context.Background()
-	store := dirStore{root: cwCopyTable(t, "delta-kernel-rs/golden-dv-partitioned-with-checkpoint")}
+	store := dirStore{root: testenv.CopyFixture(t, "delta-kernel-rs/golden-dv-partitioned-with-checkpoint")}
 	tbl := Open(store, Options{})
 	old, err := tbl.Snapshot(ctx, 12)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // raceAppend is one append of the race: the files and the version its
@@ -27,7 +29,7 @@ func TestAppendRace(t *testing.T) {
 		filesPerWriter = 3
 		appenders      = 3 // `deltafs append` processes of 2 files each
 	)
-	root := copyTable(t, fixtureAppend)
+	root := testenv.CopyFixture(t, fixtureAppend)
 	v0 := latestSnapshot(t, root).Version()
 	var mounts []*procMount
 	for range 2 {

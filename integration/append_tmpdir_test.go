@@ -15,7 +15,7 @@ import (
 )
 
 func TestAppendTMPDIRElsewhere(t *testing.T) {
-	root := copyTable(t, fixtureAppend)
+	root := testenv.CopyFixture(t, fixtureAppend)
 	const other = "/dev/shm"
 	var a, b syscall.Stat_t
 	if syscall.Stat(root, &a) != nil || syscall.Stat(other, &b) != nil || a.Dev == b.Dev {

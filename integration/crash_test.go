@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/deltafs/deltafs/writeback"
 )
 
@@ -71,7 +72,7 @@ func newCrashRun(t *testing.T) *crashRun {
 		seed = s
 	}
 	t.Logf("DELTAFS_CRASH_SEED=%d", seed)
-	r := &crashRun{t: t, rng: rand.New(rand.NewPCG(seed, 0)), root: copyTable(t, fixtureAppend),
+	r := &crashRun{t: t, rng: rand.New(rand.NewPCG(seed, 0)), root: testenv.CopyFixture(t, fixtureAppend),
 		cacheDir: t.TempDir(), tmpDir: t.TempDir(), sums: map[string][32]byte{}, acked: map[string]bool{},
 		stats: crashStats{byPoint: map[string]int{}, phase: map[string]int{}}}
 	r.big = bigParquet(t, r.rng)

@@ -25,6 +25,7 @@ import (
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // damageCase damages a table copy. damage returns the damaged file (as a
@@ -79,8 +80,8 @@ func damageCases() []damageCase {
 func TestFailClosed(t *testing.T) {
 	for _, c := range damageCases() {
 		t.Run(c.name, func(t *testing.T) {
-			clean := copyTable(t, c.fixture)
-			damaged := copyTable(t, c.fixture)
+			clean := testenv.CopyFixture(t, c.fixture)
+			damaged := testenv.CopyFixture(t, c.fixture)
 			key, firstBad := c.damage(t, damaged)
 			name := filepath.Base(key)
 			latest := engineFailClosed(t, clean, damaged, name, firstBad)

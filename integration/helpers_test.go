@@ -6,10 +6,7 @@ package integration
 
 import (
 	"context"
-	"io"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,46 +64,6 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
-}
-
-// copyTable copies a fixture table into a temp dir (never into the repo)
-// and returns the copy's root.
-func copyTable(t testing.TB, fixture string) string {
-	t.Helper()
-	src := testenv.Fixture(t, fixture)
-	dst := filepath.Join(t.TempDir(), filepath.Base(filepath.Dir(src)))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		return copyFile(p, out)
-	})
-	if err != nil {
-		t.Fatalf("copy %s: %v", fixture, err)
-	}
-	return dst
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // latestSnapshot reads a table's newest snapshot with the engine.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/deltafs/deltafs/writeback"
 )
 
@@ -28,7 +29,7 @@ import (
 // `deltafs mount` process and returns its inbox.
 func benchMount(b *testing.B) string {
 	b.Helper()
-	root := copyTable(b, fixtureAppend)
+	root := testenv.CopyFixture(b, fixtureAppend)
 	m := startMount(b, mountOpts{cacheDir: b.TempDir(), sources: []string{"t=" + root}})
 	return filepath.Join(m.mnt, "t", "inbox")
 }
@@ -157,7 +158,7 @@ func BenchmarkInboxSmallCommits(b *testing.B) {
 // benchCommitter is a writeback.Committer on a fresh copy of basic_append.
 func benchCommitter(b *testing.B) *writeback.Committer {
 	b.Helper()
-	root := copyTable(b, fixtureAppend)
+	root := testenv.CopyFixture(b, fixtureAppend)
 	st, err := blobstore.Open(context.Background(), root)
 	if err != nil {
 		b.Fatal(err)

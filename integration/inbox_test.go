@@ -23,6 +23,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // Fixture tables of the inbox tests.
@@ -108,7 +109,7 @@ var inboxCases = map[string]inboxCase{
 // it returns the copy's root and MOUNTPOINT/t.
 func mountCopy(t *testing.T, fixture string, cfg dfs.Config) (string, string) {
 	t.Helper()
-	root := copyTable(t, fixture)
+	root := testenv.CopyFixture(t, fixture)
 	cfg.Sources = []dfs.Source{{Name: "t", URL: root}}
 	return root, filepath.Join(mountFS(t, cfg), "t")
 }
@@ -366,7 +367,7 @@ func TestInboxForkedClose(t *testing.T) {
 // TestInboxConcurrentMounts: 8 writers over two mounts of one table all
 // land, each exactly once, in contiguous versions.
 func TestInboxConcurrentMounts(t *testing.T) {
-	root := copyTable(t, fixtureAppend)
+	root := testenv.CopyFixture(t, fixtureAppend)
 	v := latestSnapshot(t, root).Version()
 	var inboxes []string
 	for range 2 {
@@ -443,7 +444,7 @@ func commitSources(t *testing.T, root string, version int64) []string {
 // BenchmarkInboxSmallCommit measures close() of small files dropped into
 // the inbox of a local table, one writer: each is one commit.
 func BenchmarkInboxSmallCommit(b *testing.B) {
-	root := copyTable(b, fixtureAppend)
+	root := testenv.CopyFixture(b, fixtureAppend)
 	mnt := mountFS(b, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
 	var buf bytes.Buffer
 	w := parquet.NewGenericWriter[basicRow](&buf)

@@ -141,7 +141,7 @@ func buildDeltafs(t *testing.T) string {
 // with `deltafs append`, one version per file.
 func loadTables(t *testing.T, bin string, plan loadPlan) []*loadTable {
 	t.Helper()
-	local := copyTable(t, fixtureDV)
+	local := testenv.CopyFixture(t, fixtureDV)
 	tables := []*loadTable{{name: "local", url: local, dir: local}}
 	if s3 := loadS3(t); s3 != nil {
 		testenv.UploadDir(t, s3.URL, "load/t", local)

@@ -288,7 +288,7 @@ func TestMountReadOnly(t *testing.T) {
 // TestMountTimestamps sets the commit times of a copied table and resolves
 // @<timestamp> names in every accepted form; @vN's mtime is its commit time.
 func TestMountTimestamps(t *testing.T) {
-	root := copyTable(t, fixtureEscaped)
+	root := testenv.CopyFixture(t, fixtureEscaped)
 	commits := []time.Time{
 		time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(2024, 2, 1, 12, 0, 0, 0, time.UTC),
@@ -335,7 +335,7 @@ func TestMountTimestamps(t *testing.T) {
 // TestMountVacuumedFile removes a live data file from a copied table: the
 // read fails with EIO, through both read paths, and the rest is served.
 func TestMountVacuumedFile(t *testing.T) {
-	root := copyTable(t, fixtureEscaped)
+	root := testenv.CopyFixture(t, fixtureEscaped)
 	files := liveFiles(t, latestSnapshot(t, root))
 	var gone string
 	for p, f := range files {
@@ -362,7 +362,7 @@ func TestMountVacuumedFile(t *testing.T) {
 // TestMountCorruptDV damages the deletion vector file of a copied table:
 // every file with a deletion vector fails with EIO, never wrong rows.
 func TestMountCorruptDV(t *testing.T) {
-	root := copyTable(t, fixtureDV)
+	root := testenv.CopyFixture(t, fixtureDV)
 	dvs, _ := filepath.Glob(filepath.Join(root, "deletion_vector_*.bin"))
 	if len(dvs) == 0 {
 		t.Fatalf("no deletion vector file in %s", root)
@@ -402,7 +402,7 @@ func TestMountCorruptDV(t *testing.T) {
 // TestMountLatestMoves commits (puts back) a version while mounted:
 // @latest and the listing follow within a few refresh periods.
 func TestMountLatestMoves(t *testing.T) {
-	root := copyTable(t, fixtureEscaped)
+	root := testenv.CopyFixture(t, fixtureEscaped)
 	last := filepath.Join(root, "_delta_log", fmt.Sprintf("%020d.json", 2))
 	held := filepath.Join(t.TempDir(), "commit2.json")
 	if err := os.Rename(last, held); err != nil {

@@ -160,7 +160,7 @@ func TestPosixLseek(t *testing.T) {
 // mount: deltafs itself, not an "ro" mount option, must refuse each with
 // EROFS (or EPERM/EACCES where the kernel answers first).
 func TestPosixSnapshotsRefuseMutation(t *testing.T) {
-	root := copyTable(t, posixFixture)
+	root := testenv.CopyFixture(t, posixFixture)
 	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
 	snap := filepath.Join(mnt, "t", "@v15")
 	dir := filepath.Join(snap, "part=0")

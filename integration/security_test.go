@@ -53,7 +53,7 @@ func tableFiles(t *testing.T, root string) map[string]int64 {
 // TestInboxNamesStayInside tries hostile names in the inbox: each is
 // refused, and the table (its files and its versions) is unchanged.
 func TestInboxNamesStayInside(t *testing.T) {
-	root := copyTable(t, fixtureAppend)
+	root := testenv.CopyFixture(t, fixtureAppend)
 	before := tableFiles(t, root)
 	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
 	inbox := filepath.Join(mnt, "t", "inbox")
@@ -99,7 +99,7 @@ func sameSizes(a, b map[string]int64) bool {
 // TestNoLinksOrSpecialFiles tries symlinks, hard links, FIFOs and device
 // nodes everywhere in a writable mount: all are refused and nothing lands.
 func TestNoLinksOrSpecialFiles(t *testing.T) {
-	root := copyTable(t, fixtureAppend)
+	root := testenv.CopyFixture(t, fixtureAppend)
 	before := tableFiles(t, root)
 	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
 	dataFile := firstRegular(t, filepath.Join(mnt, "t", "@v1"))
@@ -191,7 +191,7 @@ func TestPermissions(t *testing.T) {
 		}
 	})
 	t.Run("allow_other with uid, gid and umask", func(t *testing.T) {
-		root := copyTable(t, fixtureAppend)
+		root := testenv.CopyFixture(t, fixtureAppend)
 		mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}, AllowOther: true, UID: 4100, GID: 4200, Umask: 0o027})
 		openPath(t, mnt)
 		if opts := mountOptions(t, mnt); !strings.Contains(opts, "allow_other") || !strings.Contains(opts, "default_permissions") {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // auditRecorder is a testing.TB that records failures instead of
@@ -61,7 +63,7 @@ func TestTableAuditCatches(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root := copyTable(t, fixtureAppend)
+			root := testenv.CopyFixture(t, fixtureAppend)
 			c.damage(t, root)
 			rec := &auditRecorder{TB: t}
 			done := make(chan struct{})

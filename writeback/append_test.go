@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -172,7 +173,7 @@ func cmStats() map[string][3]string {
 func TestAppendFixtures(t *testing.T) {
 	for _, tc := range appendCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyFixture(t, tc.fixture)
+			dir := testenv.CopyFixture(t, tc.fixture)
 			if dir == "" {
 				return
 			}

@@ -8,13 +8,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // BenchmarkAppendSmallFile measures one writer committing small files to
 // a local table: validation, upload and commit of one 3-row file per op
 // (reported as commits/s).
 func BenchmarkAppendSmallFile(b *testing.B) {
-	dir := copyFixture(b, "dat/basic_append")
+	dir := testenv.CopyFixture(b, "dat/basic_append")
 	c := New(openTable(b, dir), Options{})
 	src := writeParquet(b, "small.parquet", []numberRow{{Number: ptr[int64](1)}, {Number: ptr[int64](2)}, {}})
 	start := time.Now()
@@ -29,7 +31,7 @@ func BenchmarkAppendSmallFile(b *testing.B) {
 // BenchmarkAppend64MiB compares appending a 64 MiB file with copying it
 // (the floor: the upload is a copy into the table dir).
 func BenchmarkAppend64MiB(b *testing.B) {
-	dir := copyFixture(b, "dat/basic_append")
+	dir := testenv.CopyFixture(b, "dat/basic_append")
 	rows := make([]numberRow, 4<<20)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range rows {

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // A commit put cut short by a cancelled context may have stored the
 // commit (a remote PUT the server completed): the append fails, but the
 // data files it references must stay.
 func TestCancelledPutKeepsDataFiles(t *testing.T) {
-	dir := copyFixture(t, "dat/basic_append")
+	dir := testenv.CopyFixture(t, "dat/basic_append")
 	if dir == "" {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // 25 appends to a row-tracking table at version 0 leave checkpoints at 10
@@ -19,7 +20,7 @@ import (
 // checkpoint alone (commits <= 20 deleted) equals the one replayed from
 // all commits.
 func TestAppendsWriteCheckpoints(t *testing.T) {
-	dir := copyFixture(t, "delta-kernel-rs/crc-full")
+	dir := testenv.CopyFixture(t, "delta-kernel-rs/crc-full")
 	if dir == "" {
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 func TestParseCrashPoint(t *testing.T) {
@@ -63,7 +65,7 @@ func TestCrashPointKills(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.point, func(t *testing.T) {
-			dir := copyFixture(t, "dat/basic_append")
+			dir := testenv.CopyFixture(t, "dat/basic_append")
 			v := latest(t, dir).Version()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashPointKills$")
 			cmd.Env = append(os.Environ(), crashHelperEnv+"="+dir, EnvCrashPoint+"="+c.point)

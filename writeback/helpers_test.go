@@ -11,34 +11,8 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/parquet-go/parquet-go"
 )
-
-// copyFixture copies a fixture table into a temp dir and returns its root.
-func copyFixture(t testing.TB, name string) string {
-	t.Helper()
-	src := testenv.Fixture(t, name)
-	if src == "" {
-		return ""
-	}
-	dst := filepath.Join(t.TempDir(), "table")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		return copyFile(p, target)
-	})
-	if err != nil {
-		t.Fatalf("copy fixture %s: %v", name, err)
-	}
-	return dst
-}
 
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)

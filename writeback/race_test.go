@@ -14,13 +14,14 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // 8 writers, each with its own Table and Committer (as separate processes
 // would), race on put-if-absent: every file lands exactly once, in
 // contiguous versions.
 func TestConcurrentAppenders(t *testing.T) {
-	dir := copyFixture(t, "dat/basic_append")
+	dir := testenv.CopyFixture(t, "dat/basic_append")
 	if dir == "" {
 		return
 	}
@@ -104,7 +105,7 @@ func faultCommitter(t *testing.T, dir string, maxRetry time.Duration, put func(*
 // A put that stores the commit but reports a failure must not produce a
 // second version: the committer finds its txnId in the log.
 func TestAmbiguousPutLandsOnce(t *testing.T) {
-	dir := copyFixture(t, "dat/basic_append")
+	dir := testenv.CopyFixture(t, "dat/basic_append")
 	if dir == "" {
 		return
 	}
@@ -129,7 +130,7 @@ func TestAmbiguousPutLandsOnce(t *testing.T) {
 // Losing every race until MaxRetry fails with ErrConflict and removes the
 // uploaded data file; the table is unchanged.
 func TestConflictGivesUp(t *testing.T) {
-	dir := copyFixture(t, "dat/basic_append")
+	dir := testenv.CopyFixture(t, "dat/basic_append")
 	if dir == "" {
 		return
 	}
@@ -150,7 +151,7 @@ func TestConflictGivesUp(t *testing.T) {
 // A storage failure that did not store the commit passes through and
 // removes the data file.
 func TestStorageErrorPassesThrough(t *testing.T) {
-	dir := copyFixture(t, "dat/basic_append")
+	dir := testenv.CopyFixture(t, "dat/basic_append")
 	if dir == "" {
 		return
 	}
@@ -170,7 +171,7 @@ func TestStorageErrorPassesThrough(t *testing.T) {
 // A winner that changes the metadata makes the committer re-validate: a
 // file that no longer fits the new schema is refused.
 func TestConflictWithMetadataChangeRevalidates(t *testing.T) {
-	dir := copyFixture(t, "dat/basic_append")
+	dir := testenv.CopyFixture(t, "dat/basic_append")
 	if dir == "" {
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 type (
@@ -99,7 +101,7 @@ func writeBytes(t *testing.T, data []byte) string {
 func TestAppendRefusesBadFiles(t *testing.T) {
 	for _, tc := range refuseCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyFixture(t, tc.fixture)
+			dir := testenv.CopyFixture(t, tc.fixture)
 			if dir == "" {
 				return
 			}
@@ -125,7 +127,7 @@ func TestAppendRefusesBadFiles(t *testing.T) {
 
 // One bad file refuses the whole multi-file append.
 func TestAppendMultiFileAllOrNothing(t *testing.T) {
-	dir := copyFixture(t, "dat/basic_append")
+	dir := testenv.CopyFixture(t, "dat/basic_append")
 	if dir == "" {
 		return
 	}
@@ -144,7 +146,7 @@ func TestAppendMultiFileAllOrNothing(t *testing.T) {
 }
 
 func TestAppendNonNullableWithoutNulls(t *testing.T) {
-	dir := copyFixture(t, "delta-rs/delta-stats-optional")
+	dir := testenv.CopyFixture(t, "delta-rs/delta-stats-optional")
 	if dir == "" {
 		return
 	}
@@ -161,7 +163,7 @@ func TestUnwritableTables(t *testing.T) {
 		{"delta-kernel-rs/partitioned_with_materialize_feature", "materializePartitionColumns"},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
-			dir := copyFixture(t, tc.fixture)
+			dir := testenv.CopyFixture(t, tc.fixture)
 			if dir == "" {
 				return
 			}

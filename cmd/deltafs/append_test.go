@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,38 +14,6 @@ import (
 type appendRow struct {
 	Number *int64   `parquet:"number,optional"`
 	AFloat *float64 `parquet:"a_float,optional"`
-}
-
-// copyTable copies a fixture table into a temp dir.
-func copyTable(t *testing.T, name string) string {
-	t.Helper()
-	src := testenv.Fixture(t, name)
-	dst := filepath.Join(t.TempDir(), "table")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(filepath.Join(dst, rel))
-		if err != nil {
-			return err
-		}
-		defer out.Close()
-		_, err = io.Copy(out, in)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 func writeRows(t *testing.T, path string, rows []appendRow) {
@@ -72,7 +38,7 @@ func writeRows(t *testing.T, path string, rows []appendRow) {
 func one(n int64) []appendRow { return []appendRow{{Number: &n}} }
 
 func TestAppendCommand(t *testing.T) {
-	table := copyTable(t, "dat/basic_partitioned")
+	table := testenv.CopyFixture(t, "dat/basic_partitioned")
 	dir := t.TempDir()
 	a := filepath.Join(dir, "letter=q", "a.parquet") // partition from the Hive dir
 	b := filepath.Join(dir, "letter=r", "b.parquet")
@@ -110,7 +76,7 @@ func TestAppendCommand(t *testing.T) {
 }
 
 func TestAppendCommandRefusesBadFile(t *testing.T) {
-	table := copyTable(t, "dat/basic_append")
+	table := testenv.CopyFixture(t, "dat/basic_append")
 	bad := filepath.Join(t.TempDir(), "bad.parquet")
 	os.WriteFile(bad, []byte("not parquet"), 0o644)
 	good := filepath.Join(t.TempDir(), "good.parquet")

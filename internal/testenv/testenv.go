@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,4 +268,32 @@ func RequireFUSE(t testing.TB) {
 	if _, err := exec.LookPath("fusermount3"); err != nil {
 		Skip(t, "FUSE unavailable: not root and fusermount3 is not on PATH (install fuse3)")
 	}
+}
+
+// CopyFixture copies fixture name's table/ dir into a fresh temp dir, as
+// <tmp>/<last element of name>, and returns the copy's root: tests that
+// write (appends, damage) work on copies, never on the shared fixtures.
+func CopyFixture(t testing.TB, name string) string {
+	t.Helper()
+	src := Fixture(t, name)
+	dst := filepath.Join(t.TempDir(), filepath.Base(name))
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, data, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("copy fixture %s: %v", name, err)
+	}
+	return dst
 }
