@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/snappy"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding"
@@ -45,7 +47,7 @@ func writeSchema(root *parquet.Column, rg *format.RowGroup) (*parquet.Schema, er
 			}
 			md := &rg.Columns[leaf].MetaData
 			n.enc = valueEncoding(c.Type().Kind(), md.Encoding)
-			n.codec = parquet.LookupCompressionCodec(md.Codec)
+			n.codec = reencodeCodec(md.Codec)
 			leaf++
 			return n, nil
 		}
@@ -86,4 +88,27 @@ func valueEncoding(kind parquet.Kind, used []format.Encoding) encoding.Encoding 
 		return &parquet.ByteStreamSplit
 	}
 	return &parquet.Plain
+}
+
+// reencodeCodec returns the codec re-encoded pages are compressed with. Snappy uses s2's
+// standard-speed Snappy encoder: parquet-go's codec uses the "better" mode, which took a third of
+// the CPU of re-encoding a row group for a few percent smaller pages. Both write the Snappy block
+// format every reader decodes.
+func reencodeCodec(c format.CompressionCodec) compress.Codec {
+	if c == format.Snappy {
+		return fastSnappy{}
+	}
+	return parquet.LookupCompressionCodec(c)
+}
+
+// fastSnappy is the Snappy codec with s2's fast encoder.
+type fastSnappy struct{}
+
+func (fastSnappy) String() string                            { return "SNAPPY" }
+func (fastSnappy) CompressionCodec() format.CompressionCodec { return format.Snappy }
+func (fastSnappy) Encode(dst, src []byte) ([]byte, error) {
+	return s2.EncodeSnappy(dst, src), nil
+}
+func (fastSnappy) Decode(dst, src []byte) ([]byte, error) {
+	return snappy.Decode(dst, src)
 }
