@@ -26,19 +26,56 @@ func benchSeq(o options, srv *s3Server) ([]section, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, w, err := mountReads(o, srv.url("seq/t"), name)
+		c, w, err := mountReads(o.work, o.objBytes, srv.url("seq/t"), name)
 		if err != nil {
 			return nil, err
 		}
 		get, cold, warm = append(get, g), append(cold, c), append(warm, w)
 	}
-	return seqSections(o, get, cold, warm), nil
+	title := fmt.Sprintf("sequential read of a %d MiB object in S3 (versitygw on loopback; median of %d)", o.objBytes>>20, o.trials)
+	return seqSections(title, o.objBytes, get, cold, warm), nil
+}
+
+// benchWAN is benchSeq through a throttle: the same object, read through
+// fresh mounts and with one ranged GET, from a store with a time to first
+// byte and a per-connection throughput like a remote object store's.
+func benchWAN(o options, srv *s3Server) ([]section, error) {
+	name, err := writeObjectTable(srv, "wan/t", o.wanBytes)
+	if err != nil {
+		return nil, err
+	}
+	th, err := startThrottle(srv.addr, float64(o.streamMiBs)*(1<<20), o.latency)
+	if err != nil {
+		return nil, err
+	}
+	defer th.close()
+	far := &s3Server{addr: th.addr()}
+	st, err := far.open("wan/t")
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var get, cold, warm []readTimes
+	for range o.trials {
+		g, err := readGET(st, name, o.wanBytes)
+		if err != nil {
+			return nil, err
+		}
+		c, w, err := mountReads(o.work, o.wanBytes, far.url("wan/t"), name)
+		if err != nil {
+			return nil, err
+		}
+		get, cold, warm = append(get, g), append(cold, c), append(warm, w)
+	}
+	title := fmt.Sprintf("sequential read of a %d MiB object in S3 behind a throttle (%s to first byte, %d MiB/s per connection; median of %d)",
+		o.wanBytes>>20, o.latency, o.streamMiBs, o.trials)
+	return seqSections(title, o.wanBytes, get, cold, warm), nil
 }
 
 // mountReads reads the object twice through a fresh mount, after a stat
 // that loads the snapshot (so that the reads time the data, not the log).
-func mountReads(o options, url, name string) (cold, warm readTimes, err error) {
-	m, err := mountTable(o.work, url)
+func mountReads(work string, size int64, url, name string) (cold, warm readTimes, err error) {
+	m, err := mountTable(work, url)
 	if err != nil {
 		return cold, warm, err
 	}
@@ -47,14 +84,14 @@ func mountReads(o options, url, name string) (cold, warm readTimes, err error) {
 	if _, err := os.Stat(p); err != nil {
 		return cold, warm, err
 	}
-	if cold, err = readFile(p, o.objBytes); err != nil {
+	if cold, err = readFile(p, size); err != nil {
 		return cold, warm, err
 	}
-	warm, err = readFile(p, o.objBytes)
+	warm, err = readFile(p, size)
 	return cold, warm, err
 }
 
-func seqSections(o options, get, cold, warm []readTimes) []section {
+func seqSections(title string, size int64, get, cold, warm []readTimes) []section {
 	totals := func(ts []readTimes) time.Duration {
 		return median(pick(ts, func(t readTimes) time.Duration { return t.total }))
 	}
@@ -62,13 +99,13 @@ func seqSections(o options, get, cold, warm []readTimes) []section {
 		return median(pick(ts, func(t readTimes) time.Duration { return t.ttfb }))
 	}
 	base, baseTTFB := totals(get), ttfbs(get)
-	seq := section{Title: fmt.Sprintf("sequential read of a %d MiB object in S3 (versitygw on loopback; median of %d)", o.objBytes>>20, o.trials),
+	seq := section{Title: title,
 		Ratio: "GET time / time = throughput relative to one ranged GET with gocloud's S3 reader (higher is better)"}
 	seq.Rows = []row{
-		{Figure: "ranged GET, whole object", Config: "gocloud s3blob", Value: throughput(o.objBytes, base), Ratio: 1},
-		{Figure: "fresh mount, 1st read", Config: "deltafs", Value: throughput(o.objBytes, totals(cold)),
+		{Figure: "ranged GET, whole object", Config: "gocloud s3blob", Value: throughput(size, base), Ratio: 1},
+		{Figure: "fresh mount, 1st read", Config: "deltafs", Value: throughput(size, totals(cold)),
 			Ratio: base.Seconds() / totals(cold).Seconds(), Target: atLeast(0.8)},
-		{Figure: "same mount, 2nd read", Config: "deltafs", Value: throughput(o.objBytes, totals(warm)),
+		{Figure: "same mount, 2nd read", Config: "deltafs", Value: throughput(size, totals(warm)),
 			Ratio: base.Seconds() / totals(warm).Seconds()},
 	}
 	ttfb := section{Title: fmt.Sprintf("time to first byte (first %d KiB) of the same object", firstRead>>10),

@@ -6,6 +6,9 @@
 //   - sequential read of one large object through the mount (fresh mount,
 //     1 MiB reads) vs one ranged GET of the whole object (target >= 0.8x
 //     the GET's throughput), and the time to first byte of each;
+//   - the same read from a store that behaves like a remote one (wan): a
+//     throttling proxy adds a time to first byte to every request and caps
+//     each connection's throughput, as a real S3 endpoint does per stream;
 //   - `find` over a 10,000-file snapshot of an S3 table, cold (fresh
 //     mount: includes loading the snapshot from S3) and warm, vs `find`
 //     over the same tree of empty files on the local disk.
@@ -19,7 +22,10 @@
 //	DELTAFS_BENCH_OBJ_MIB=64   size of the sequentially read object
 //	DELTAFS_BENCH_FILES=10000  files of the `find` snapshot
 //	DELTAFS_BENCH_TRIALS=3     trials per figure (median)
-//	DELTAFS_BENCH_ONLY=seq,find  the benchmarks to run
+//	DELTAFS_BENCH_ONLY=seq,wan,find  the benchmarks to run
+//	DELTAFS_BENCH_WAN_MIB=64   size of the object read through the throttle (wan)
+//	DELTAFS_BENCH_STREAM_MIBS=100  throttle: MiB/s per connection
+//	DELTAFS_BENCH_LATENCY_MS=20    throttle: delay before each request reaches the server
 //	DELTAFS_BENCH_CPUPROFILE     write a CPU profile of the run (the mounts run in this process)
 package main
 
@@ -38,6 +44,9 @@ import (
 // options are the benchmark's settings, from the environment.
 type options struct {
 	objBytes      int64
+	wanBytes      int64         // object read through the throttle
+	streamMiBs    int           // throttle: MiB/s per connection
+	latency       time.Duration // throttle: delay before each request reaches the server
 	files, trials int
 	only          map[string]bool
 	work          string
@@ -56,14 +65,17 @@ func loadOptions() options {
 		mib = 256
 	}
 	o := options{
-		objBytes: int64(envInt("DELTAFS_BENCH_OBJ_MIB", mib)) << 20,
-		files:    envInt("DELTAFS_BENCH_FILES", 10_000),
-		trials:   envInt("DELTAFS_BENCH_TRIALS", 3),
-		only:     map[string]bool{},
+		objBytes:   int64(envInt("DELTAFS_BENCH_OBJ_MIB", mib)) << 20,
+		wanBytes:   int64(envInt("DELTAFS_BENCH_WAN_MIB", mib)) << 20,
+		streamMiBs: envInt("DELTAFS_BENCH_STREAM_MIBS", 100),
+		latency:    time.Duration(envInt("DELTAFS_BENCH_LATENCY_MS", 20)) * time.Millisecond,
+		files:      envInt("DELTAFS_BENCH_FILES", 10_000),
+		trials:     envInt("DELTAFS_BENCH_TRIALS", 3),
+		only:       map[string]bool{},
 	}
 	only := os.Getenv("DELTAFS_BENCH_ONLY")
 	if only == "" {
-		only = "seq,find"
+		only = "seq,wan,find"
 	}
 	for _, b := range strings.Split(only, ",") {
 		o.only[strings.TrimSpace(b)] = true
@@ -126,7 +138,7 @@ func run(o options, versitygw string) error {
 	steps := []struct {
 		name string
 		fn   func(options, *s3Server) ([]section, error)
-	}{{"seq", benchSeq}, {"find", benchFind}}
+	}{{"seq", benchSeq}, {"wan", benchWAN}, {"find", benchFind}}
 	for _, s := range steps {
 		if !o.only[s.name] {
 			continue
