@@ -2,8 +2,6 @@ package pqfile
 
 import (
 	"runtime"
-
-	"github.com/parquet-go/parquet-go"
 )
 
 // maxGroupWorkers bounds the row groups re-encoded at once (each also decodes its columns in
@@ -26,7 +24,8 @@ type reencodeJob struct {
 }
 
 // startReencoding opens the source for decoding, if any row group needs re-encoding, and starts
-// re-encoding those groups in the background. The caller must call stop.
+// re-encoding those groups in the background, each with the page filter where it applies, else
+// with parquet-go. The caller must call stop.
 func (p *Plan) startReencoding() (*reencoder, error) {
 	var idx []int
 	for i, g := range p.groups {
@@ -47,12 +46,13 @@ func (p *Plan) startReencoding() (*reencoder, error) {
 		r.jobs[i] = &reencodeJob{done: make(chan struct{})}
 	}
 	r.sem = make(chan struct{}, min(len(idx), runtime.GOMAXPROCS(0), maxGroupWorkers))
-	go r.dispatch(p, file, idx)
+	leaves, why := flatLeaves(p.meta.Schema)
+	go r.dispatch(idx, func(i int) (*encodedGroup, error) { return p.reencode(i, leaves, why, file) })
 	return r, nil
 }
 
 // dispatch starts the jobs in file order, each once a slot is free, until stopped.
-func (r *reencoder) dispatch(p *Plan, file *parquet.File, idx []int) {
+func (r *reencoder) dispatch(idx []int, reencode func(int) (*encodedGroup, error)) {
 	for _, i := range idx {
 		select {
 		case r.sem <- struct{}{}:
@@ -62,7 +62,7 @@ func (r *reencoder) dispatch(p *Plan, file *parquet.File, idx []int) {
 		j := r.jobs[i]
 		go func() {
 			defer close(j.done)
-			j.enc, j.err = reencodeGroup(file.Root(), file.RowGroups()[i], &p.meta.RowGroups[i], p.groups[i].deleted)
+			j.enc, j.err = reencode(i)
 		}()
 	}
 }

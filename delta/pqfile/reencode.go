@@ -14,11 +14,14 @@ import (
 // valueBatch is how many values are decoded per read when filtering a column.
 const valueBatch = 4096
 
-// encodedGroup is one re-encoded row group inside a temporary Parquet file.
+// encodedGroup is one re-encoded row group: its footer entry and the bytes of each column chunk.
+// Offsets in rg are in the coordinates of chunks, which lie back to back from a positive offset.
 type encodedGroup struct {
-	data   []byte          // the whole temporary file
-	rg     format.RowGroup // its only row group; offsets point into data
-	chunks []byteRange     // each column chunk's bytes in data
+	data   []byte          // parquet-go: the whole temporary file, chunks index it
+	rg     format.RowGroup // the only row group
+	chunks []byteRange     // each column chunk's place in rg's coordinates
+	parts  [][]piece       // each column chunk's bytes, in order: source ranges or produced bytes
+	bufs   []*[]byte       // page filter: the buffers holding produced bytes
 }
 
 // reencodeGroup decodes the row group rg (described by src in the footer; root is the file's
@@ -66,11 +69,16 @@ func getGroupBuffer(n int64) []byte {
 	return make([]byte, 0, n)
 }
 
-// release hands the group's buffer back for reuse; enc must not be used afterwards.
+// release hands the group's buffers back for reuse; enc must not be used afterwards.
 func (enc *encodedGroup) release() {
-	b := enc.data[:0]
-	enc.data = nil
-	groupBuffers.Put(&b)
+	if enc.data != nil {
+		b := enc.data[:0]
+		groupBuffers.Put(&b)
+	}
+	for _, b := range enc.bufs {
+		pageBuffers.Put(b)
+	}
+	*enc = encodedGroup{}
 }
 
 // checkEncoded reads back the temporary file's footer and checks that its row group matches the
@@ -95,6 +103,7 @@ func checkEncoded(data []byte, src *format.RowGroup, wantRows int64) (*encodedGr
 			return nil, err
 		}
 		enc.chunks = append(enc.chunks, r)
+		enc.parts = append(enc.parts, []piece{{b: data[r.off : r.off+r.n]}})
 	}
 	return enc, nil
 }

@@ -113,14 +113,23 @@ func (p *Plan) openFile() (f *parquet.File, err error) {
 	return f, nil
 }
 
-// emitReencoded sends the chunks of row group i re-encoded as enc and returns its footer entry at
-// the output position, with the source's (renamed) column paths.
+// emitReencoded sends the chunks of row group i re-encoded as enc (produced bytes, and source
+// ranges for pages the page filter kept) and returns its footer entry at the output position,
+// with the source's (renamed) column paths.
 func (p *Plan) emitReencoded(s sink, enc *encodedGroup, i, ordinal int) (format.RowGroup, error) {
 	src := &p.meta.RowGroups[i]
 	rg, _ := relocate(&enc.rg, enc.chunks, s.pos(), ordinal)
-	for _, r := range enc.chunks {
-		if err := s.bytes(enc.data[r.off : r.off+r.n]); err != nil {
-			return format.RowGroup{}, err
+	for _, parts := range enc.parts {
+		for _, pc := range parts {
+			var err error
+			if pc.b != nil {
+				err = s.bytes(pc.b)
+			} else {
+				err = s.source(pc.src)
+			}
+			if err != nil {
+				return format.RowGroup{}, err
+			}
 		}
 	}
 	for j := range rg.Columns {

@@ -1,0 +1,136 @@
+package pqfile
+
+import (
+	"encoding/binary"
+
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// keepValues appends to dst the encoded values of the page's runs of kept non-null values
+// (nonNull of them), in the page's encoding: PLAIN of any physical type, or dictionary indexes
+// with the page's bit width. Other encodings go to parquet-go.
+func (f *columnFilter) keepValues(off int64, dst []byte, pd *pageData, runs []run, nonNull int) ([]byte, error) {
+	switch pd.enc {
+	case format.Plain:
+		switch f.leaf.typ {
+		case format.Boolean:
+			return f.keepBits(off, dst, pd, runs)
+		case format.ByteArray:
+			return f.keepByteArrays(off, dst, pd, runs)
+		}
+		return f.keepFixed(off, dst, pd, runs)
+	case format.PlainDictionary, format.RLEDictionary:
+		if f.leaf.typ != format.Boolean {
+			return f.keepIndexes(off, dst, pd, runs, nonNull)
+		}
+	}
+	return nil, f.unsupported("%v %v values", pd.enc, f.leaf.typ)
+}
+
+// checkValuesLen checks that the values section holds exactly need bytes: fewer is corrupt, more
+// (padding parquet-go might accept) goes to parquet-go.
+func (f *columnFilter) checkValuesLen(off int64, pd *pageData, need int) error {
+	switch {
+	case len(pd.values) < need:
+		return f.corrupt(off, "%d values need %d bytes, page has %d", pd.nonNull, need, len(pd.values))
+	case len(pd.values) > need:
+		return f.unsupported("%d bytes after the values of a page", len(pd.values)-need)
+	}
+	return nil
+}
+
+// keepFixed keeps PLAIN values of a fixed width: one copy per run.
+func (f *columnFilter) keepFixed(off int64, dst []byte, pd *pageData, runs []run) ([]byte, error) {
+	w := f.leaf.width
+	if err := f.checkValuesLen(off, pd, pd.nonNull*w); err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		dst = append(dst, pd.values[r.lo*w:r.hi*w]...)
+	}
+	return dst, nil
+}
+
+// keepByteArrays keeps PLAIN byte arrays (4-byte little-endian length, then the bytes): it finds
+// where each value starts, then copies once per run.
+func (f *columnFilter) keepByteArrays(off int64, dst []byte, pd *pageData, runs []run) ([]byte, error) {
+	offs := f.s.offs[:0]
+	vals := pd.values
+	p := 0
+	for range pd.nonNull {
+		if len(vals)-p < 4 || int64(binary.LittleEndian.Uint32(vals[p:])) > int64(len(vals)-p-4) {
+			return nil, f.corrupt(off, "byte array value %d overruns the page", len(offs))
+		}
+		offs = append(offs, p)
+		p += 4 + int(binary.LittleEndian.Uint32(vals[p:]))
+	}
+	offs = append(offs, p)
+	f.s.offs = offs
+	if err := f.checkValuesLen(off, pd, p); err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		dst = append(dst, vals[offs[r.lo]:offs[r.hi]]...)
+	}
+	return dst, nil
+}
+
+// keepBits keeps PLAIN booleans, bit-packed LSB first.
+func (f *columnFilter) keepBits(off int64, dst []byte, pd *pageData, runs []run) ([]byte, error) {
+	if err := f.checkValuesLen(off, pd, (pd.nonNull+7)/8); err != nil {
+		return nil, err
+	}
+	var cur byte
+	var nb uint
+	for _, r := range runs {
+		for i := r.lo; i < r.hi; i++ {
+			cur |= (pd.values[i>>3] >> (i & 7) & 1) << nb
+			if nb++; nb == 8 {
+				dst, cur, nb = append(dst, cur), 0, 0
+			}
+		}
+	}
+	if nb > 0 {
+		dst = append(dst, cur)
+	}
+	return dst, nil
+}
+
+// keepIndexes keeps dictionary indexes: a bit width byte, then the hybrid-encoded indexes, which
+// must point into the chunk's dictionary. The kept indexes are encoded with the same width.
+func (f *columnFilter) keepIndexes(off int64, dst []byte, pd *pageData, runs []run, kept int) ([]byte, error) {
+	if f.dictN < 0 {
+		return nil, f.corrupt(off, "dictionary-encoded page without a dictionary page")
+	}
+	if len(pd.values) == 0 {
+		if pd.nonNull > 0 {
+			return nil, f.corrupt(off, "no dictionary indexes for %d values", pd.nonNull)
+		}
+		return dst, nil
+	}
+	width := uint(pd.values[0])
+	idx, err := decodeHybrid(f.s.idx[:0], pd.values[1:], width, pd.nonNull)
+	f.s.idx = idx
+	if err != nil || width > 32 {
+		return nil, f.corrupt(off, "dictionary indexes of width %d: %v", width, err)
+	}
+	keep := f.s.keepIdx[:0]
+	for _, r := range runs {
+		keep = append(keep, idx[r.lo:r.hi]...)
+	}
+	f.s.keepIdx = keep
+	for _, i := range keep {
+		if i < 0 || int64(i) >= f.dictN {
+			return nil, f.corrupt(off, "dictionary index %d of %d entries", i, f.dictN)
+		}
+	}
+	if kept != len(keep) {
+		return nil, f.corrupt(off, "kept %d indexes for %d values", len(keep), kept)
+	}
+	dst = append(dst, byte(width))
+	dst, f.s.lv, err = appendIndexes(dst, f.s.lv, keep, width)
+	if err != nil {
+		return nil, f.corrupt(off, "encode dictionary indexes: %v", err)
+	}
+	return dst, nil
+}
