@@ -9,10 +9,13 @@ import (
 // build reconstructs the snapshot of one version: find its log segment,
 // start from the best cached state (a snapshot between the checkpoint and
 // the version, a decoded checkpoint, or the checkpoint file), replay the
-// remaining commits and check the protocol.
-func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
+// remaining commits and check the protocol. A listing the caller just made
+// (hint, may be nil) is used when it holds v's whole segment, saving the
+// _last_checkpoint read and the LIST of findSegment.
+func (t *Table) build(ctx context.Context, v int64, hint *logListing) (*Snapshot, error) {
 	for attempt := 0; ; attempt++ {
-		seg, l, err := t.findSegment(ctx, v)
+		seg, l, err := t.segmentOf(ctx, v, hint)
+		hint = nil // a retry (after a bad checkpoint) lists again
 		if err != nil {
 			return nil, t.wrap(v, err)
 		}
@@ -120,6 +123,23 @@ func (t *Table) baseState(ctx context.Context, seg *LogSegment) (*tableState, in
 	}
 	t.checkpoints.Add(seg.CheckpointVersion, st)
 	return st, seg.CheckpointVersion, nil
+}
+
+// segmentOf returns v's segment from hint when it holds all of it, else
+// from findSegment.
+func (t *Table) segmentOf(ctx context.Context, v int64, hint *logListing) (*LogSegment, *logListing, error) {
+	if hint != nil {
+		t.mu.Lock()
+		bad := cloneBad(t.bad)
+		t.mu.Unlock()
+		if seg, err := hint.segment(v, bad); err == nil {
+			if hint.from == 0 {
+				t.rememberFull(hint)
+			}
+			return seg, hint, nil
+		}
+	}
+	return t.findSegment(ctx, v)
 }
 
 // findSegment lists the log around v and returns v's segment. It starts

@@ -197,6 +197,11 @@ func TestLastCheckpointHintIsValidated(t *testing.T) {
 			t.Errorf("listed the whole log (%v) although _last_checkpoint names a checkpoint", cs.lists)
 		}
 	}
+	// The snapshot is built from the listing that found the latest version:
+	// one LIST in all (each is a round trip to an object store).
+	if len(cs.lists) != 1 {
+		t.Errorf("loading the latest snapshot made %d LISTs (%v), want 1", len(cs.lists), cs.lists)
+	}
 }
 
 // TestMultiPartCheckpointMissingPart: a checkpoint missing a part is not

@@ -78,6 +78,12 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 	if version < 0 {
 		return t.Latest(ctx)
 	}
+	return t.snapshot(ctx, version, nil)
+}
+
+// snapshot is Snapshot of a version >= 0, building it from hint (a listing
+// just made, or nil) when that holds its segment.
+func (t *Table) snapshot(ctx context.Context, version int64, hint *logListing) (*Snapshot, error) {
 	if s, ok := t.snapshots.Get(version); ok {
 		return s, nil
 	}
@@ -95,7 +101,7 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 	t.flights[version] = f
 	t.mu.Unlock()
 
-	f.snap, f.err = t.build(ctx, version)
+	f.snap, f.err = t.build(ctx, version, hint)
 	if f.err == nil {
 		t.snapshots.Add(version, f.snap)
 	}
@@ -139,7 +145,7 @@ func (t *Table) Latest(ctx context.Context) (*Snapshot, error) {
 	if l.maxV <= prev.version {
 		return prev, nil
 	}
-	s, err := t.Snapshot(ctx, l.maxV)
+	s, err := t.snapshot(ctx, l.maxV, l)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +185,7 @@ func (t *Table) loadLatest(ctx context.Context) (*Snapshot, error) {
 	if l.latestVersion() < 0 {
 		return nil, t.wrap(-1, t.notATable(ctx))
 	}
-	s, err := t.Snapshot(ctx, l.latestVersion())
+	s, err := t.snapshot(ctx, l.latestVersion(), l)
 	if err != nil {
 		return nil, err
 	}
