@@ -44,12 +44,12 @@ func benchWAN(o options, srv *s3Server) ([]section, error) {
 	if err != nil {
 		return nil, err
 	}
-	th, err := startThrottle(srv.addr, float64(o.streamMiBs)*(1<<20), o.latency)
+	th, err := spawnThrottle(srv.addr, float64(o.streamMiBs)*(1<<20), o.latency)
 	if err != nil {
 		return nil, err
 	}
-	defer th.close()
-	far := &s3Server{addr: th.addr()}
+	defer th.stop()
+	far := &s3Server{addr: th.addr}
 	st, err := far.open("wan/t")
 	if err != nil {
 		return nil, err

@@ -84,6 +84,13 @@ func loadOptions() options {
 }
 
 func main() {
+	if spec := os.Getenv(throttleEnv); spec != "" {
+		if err := runThrottleChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "objstorebench throttle:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		fmt.Println("objstorebench: skipped: no /dev/fuse")
 		return

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -19,6 +26,72 @@ type throttle struct {
 	rate    float64 // bytes per second per connection
 	latency time.Duration
 	wg      sync.WaitGroup
+}
+
+// throttleEnv, when set in the environment, makes the benchmark binary run
+// as a throttle ("target,bytes per second,latency") instead: the proxy's
+// CPU then is not the mount's, as with a real remote store.
+const throttleEnv = "DELTAFS_BENCH_THROTTLE_CHILD"
+
+// proxyProcess is a throttle running in a child process.
+type proxyProcess struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+// spawnThrottle starts this binary as a throttle child and reads the
+// address it listens on.
+func spawnThrottle(target string, rate float64, latency time.Duration) (*proxyProcess, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%s", throttleEnv, target, int64(rate), latency))
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("throttle child: %w", err)
+	}
+	return &proxyProcess{cmd: cmd, addr: strings.TrimSpace(line)}, nil
+}
+
+func (p *proxyProcess) stop() {
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+}
+
+// runThrottleChild serves as the throttle described by spec until killed.
+func runThrottleChild(spec string) error {
+	parts := strings.Split(spec, ",")
+	if len(parts) != 3 {
+		return fmt.Errorf("%s=%q: want target,rate,latency", throttleEnv, spec)
+	}
+	rate, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return err
+	}
+	latency, err := time.ParseDuration(parts[2])
+	if err != nil {
+		return err
+	}
+	t, err := startThrottle(parts[0], float64(rate), latency)
+	if err != nil {
+		return err
+	}
+	fmt.Println(t.addr())
+	t.wg.Wait()
+	return nil
 }
 
 // startThrottle listens on a loopback port and forwards to target.
