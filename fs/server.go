@@ -26,6 +26,7 @@ type Server struct {
 	start  time.Time
 	tables []*mountedTable
 	dirs   []*nodes.TableDir
+	env    *nodes.Env
 	// staging holds the inbox's staged files, removed at unmount; ""
 	// for a read-only mount (no inbox).
 	staging string
@@ -81,6 +82,7 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
 	}
 	s.raiseReadAhead()
+	s.env.SetDirectIO(s.fuse.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
 	loopCtx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	go s.refreshLoop(loopCtx)
@@ -93,7 +95,7 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 	ix := newTableIndex(s.tables)
 	data := &dataSource{tables: ix, cache: s.cache}
 	mat := &materializer{tables: ix, data: data, cache: s.cache, log: s.cfg.Logger, stats: s.stats}
-	env := nodes.NewEnv(data, mat, nodes.Options{
+	s.env = nodes.NewEnv(data, mat, nodes.Options{
 		Passthrough:  !s.cfg.NoPassthrough,
 		XAttrs:       s.cfg.XAttrs,
 		ShortTimeout: s.cfg.Refresh,
@@ -101,7 +103,7 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 		Observer:     s.stats,
 	})
 	for _, t := range s.tables {
-		d := nodes.NewTableDir(env, t.name, t.table)
+		d := nodes.NewTableDir(s.env, t.name, t.table)
 		if _, err := d.Refresh(ctx); err != nil {
 			s.cfg.Logger.Warn("deltafs: table refused", "table", t.name, "location", t.store.String(), "err", err)
 		}
@@ -122,7 +124,10 @@ func (s *Server) fuseOptions() *gofs.Options {
 		DisableSplice: true,
 		DisableXAttrs: !s.cfg.XAttrs,
 		DirectMount:   os.Geteuid() == 0,
-		Debug:         s.cfg.Debug,
+		// Rewritten files are opened with FOPEN_DIRECT_IO (nodes.DataFile.Open);
+		// this keeps mmap of them working (Linux >= 6.6; older kernels ignore it).
+		ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP,
+		Debug:             s.cfg.Debug,
 	}
 	// The kernel checks permissions against the modes, uid and gid the
 	// mount reports: with allow_other, only the owner may use the inbox.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -108,7 +109,16 @@ type Env struct {
 	Material Materializer
 	Opts     Options
 	log      *slog.Logger
+	// directIO: the kernel keeps mmap working on FOPEN_DIRECT_IO files
+	// (FUSE_DIRECT_IO_ALLOW_MMAP), so rewritten files may bypass the FUSE
+	// page cache. Set once the mount is up (SetDirectIO).
+	directIO atomic.Bool
 }
+
+// SetDirectIO says whether the kernel granted FUSE_DIRECT_IO_ALLOW_MMAP:
+// then rewritten files are opened with FOPEN_DIRECT_IO (see DataFile.Open);
+// otherwise (or until called) they use the page cache like stored files.
+func (e *Env) SetDirectIO(ok bool) { e.directIO.Store(ok) }
 
 // NewEnv returns an Env with the defaults of opts filled in.
 func NewEnv(data DataSource, mat Materializer, opts Options) *Env {
