@@ -2,13 +2,16 @@ package pqfile
 
 import (
 	"encoding/binary"
+	"fmt"
 
+	"github.com/parquet-go/parquet-go/encoding/delta"
 	"github.com/parquet-go/parquet-go/format"
 )
 
 // keepValues appends to dst the encoded values of the page's runs of kept non-null values
-// (nonNull of them), in the page's encoding: PLAIN of any physical type, or dictionary indexes
-// with the page's bit width. Other encodings go to parquet-go.
+// (nonNull of them), in the page's encoding: PLAIN of any physical type, dictionary indexes with
+// the page's bit width, or DELTA_LENGTH_BYTE_ARRAY (parquet-go's default for byte arrays). Other
+// encodings go to parquet-go.
 func (f *columnFilter) keepValues(off int64, dst []byte, pd *pageData, runs []run, nonNull int) ([]byte, error) {
 	switch pd.enc {
 	case format.Plain:
@@ -22,6 +25,10 @@ func (f *columnFilter) keepValues(off int64, dst []byte, pd *pageData, runs []ru
 	case format.PlainDictionary, format.RLEDictionary:
 		if f.leaf.typ != format.Boolean {
 			return f.keepIndexes(off, dst, pd, runs, nonNull)
+		}
+	case format.DeltaLengthByteArray:
+		if f.leaf.typ == format.ByteArray {
+			return f.keepDeltaLengths(off, dst, pd, runs)
 		}
 	}
 	return nil, f.unsupported("%v %v values", pd.enc, f.leaf.typ)
@@ -133,4 +140,55 @@ func (f *columnFilter) keepIndexes(off int64, dst []byte, pd *pageData, runs []r
 		return nil, f.corrupt(off, "encode dictionary indexes: %v", err)
 	}
 	return dst, nil
+}
+
+// keepDeltaLengths keeps DELTA_LENGTH_BYTE_ARRAY values: the lengths (DELTA_BINARY_PACKED), then
+// the bytes of every value. The lengths' header must count exactly the page's non-null values
+// before parquet-go decodes them (it allocates what the header claims); the kept lengths are
+// encoded again by parquet-go, the kept bytes copied once per run.
+func (f *columnFilter) keepDeltaLengths(off int64, dst []byte, pd *pageData, runs []run) ([]byte, error) {
+	if err := checkDeltaHeader(pd.values, pd.nonNull); err != nil {
+		return nil, f.corrupt(off, "DELTA_LENGTH_BYTE_ARRAY lengths: %v", err)
+	}
+	var codec delta.LengthByteArrayEncoding
+	vals, offs, err := codec.DecodeByteArray(f.s.raw2[:0], pd.values, f.s.offs32[:0])
+	f.s.raw2, f.s.offs32 = vals, offs
+	if err != nil || len(offs) != pd.nonNull+1 {
+		return nil, f.corrupt(off, "DELTA_LENGTH_BYTE_ARRAY values: %d of %d: %v", len(offs)-1, pd.nonNull, err)
+	}
+	kept, koffs := f.s.keptBytes[:0], append(f.s.keptOffs[:0], 0)
+	for _, r := range runs {
+		for i := r.lo; i < r.hi; i++ {
+			koffs = append(koffs, koffs[len(koffs)-1]+offs[i+1]-offs[i])
+		}
+		kept = append(kept, vals[offs[r.lo]:offs[r.hi]]...)
+	}
+	f.s.keptBytes, f.s.keptOffs = kept, koffs
+	enc, err := codec.EncodeByteArray(f.s.lv, kept, koffs)
+	f.s.lv = enc
+	if err != nil {
+		return nil, f.corrupt(off, "encode DELTA_LENGTH_BYTE_ARRAY: %v", err)
+	}
+	return append(dst, enc...), nil
+}
+
+// checkDeltaHeader checks the header of DELTA_BINARY_PACKED data: a block size that is a positive
+// multiple of 128, a number of miniblocks dividing it into multiples of 32 values, n values.
+func checkDeltaHeader(b []byte, n int) error {
+	var h [3]uint64
+	for i := range h {
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			return errHybrid
+		}
+		h[i], b = v, b[k:]
+	}
+	block, minis, total := h[0], h[1], h[2]
+	if block == 0 || block%128 != 0 || block > 1<<20 || minis == 0 || block%minis != 0 || (block/minis)%32 != 0 {
+		return fmt.Errorf("block of %d values in %d miniblocks", block, minis)
+	}
+	if total != uint64(n) {
+		return fmt.Errorf("%d values, page has %d", total, n)
+	}
+	return nil
 }

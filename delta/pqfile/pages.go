@@ -163,9 +163,11 @@ func (f *columnFilter) pageCounts(off int64, h *format.PageHeader) (int64, forma
 		if v.NumValues < 0 || v.NumRows != v.NumValues || v.NumNulls < 0 || v.NumNulls > v.NumValues {
 			return 0, 0, f.corrupt(off, "%d values, %d rows, %d nulls in a flat column", v.NumValues, v.NumRows, v.NumNulls)
 		}
+		// A flat column has no repetition levels, a required one no definition levels either
+		// (parquet-go reads such a page with stale buffer bytes as values).
 		if v.RepetitionLevelsByteLength != 0 || v.DefinitionLevelsByteLength < 0 ||
 			(f.leaf.maxDef == 0 && v.DefinitionLevelsByteLength != 0) {
-			return 0, 0, f.unsupported("v2 page with %d/%d level bytes", v.RepetitionLevelsByteLength, v.DefinitionLevelsByteLength)
+			return 0, 0, f.corrupt(off, "v2 page with %d/%d level bytes in a flat column", v.RepetitionLevelsByteLength, v.DefinitionLevelsByteLength)
 		}
 		return int64(v.NumValues), v.Encoding, nil
 	}
