@@ -142,53 +142,114 @@ func (f *columnFilter) keepIndexes(off int64, dst []byte, pd *pageData, runs []r
 	return dst, nil
 }
 
-// keepDeltaLengths keeps DELTA_LENGTH_BYTE_ARRAY values: the lengths (DELTA_BINARY_PACKED), then
-// the bytes of every value. The lengths' header must count exactly the page's non-null values
-// before parquet-go decodes them (it allocates what the header claims); the kept lengths are
-// encoded again by parquet-go, the kept bytes copied once per run.
+// keepDeltaLengths keeps DELTA_LENGTH_BYTE_ARRAY values: the lengths (DELTA_BINARY_PACKED),
+// then the bytes of every value. The lengths' header must count exactly the page's non-null
+// values before parquet-go decodes them (it allocates what the header claims); the kept lengths
+// are encoded again by parquet-go, the kept bytes copied once per run.
 func (f *columnFilter) keepDeltaLengths(off int64, dst []byte, pd *pageData, runs []run) ([]byte, error) {
-	if err := checkDeltaHeader(pd.values, pd.nonNull); err != nil {
+	size, err := deltaSize(pd.values, pd.nonNull)
+	if err != nil {
 		return nil, f.corrupt(off, "DELTA_LENGTH_BYTE_ARRAY lengths: %v", err)
 	}
-	var codec delta.LengthByteArrayEncoding
-	vals, offs, err := codec.DecodeByteArray(f.s.raw2[:0], pd.values, f.s.offs32[:0])
-	f.s.raw2, f.s.offs32 = vals, offs
-	if err != nil || len(offs) != pd.nonNull+1 {
-		return nil, f.corrupt(off, "DELTA_LENGTH_BYTE_ARRAY values: %d of %d: %v", len(offs)-1, pd.nonNull, err)
+	var codec delta.BinaryPackedEncoding
+	lens, err := codec.DecodeInt32(f.s.idx[:0], pd.values[:size])
+	f.s.idx = lens
+	if err != nil || len(lens) != pd.nonNull {
+		return nil, f.corrupt(off, "DELTA_LENGTH_BYTE_ARRAY lengths: %d of %d: %v", len(lens), pd.nonNull, err)
 	}
-	kept, koffs := f.s.keptBytes[:0], append(f.s.keptOffs[:0], 0)
-	for _, r := range runs {
-		for i := r.lo; i < r.hi; i++ {
-			koffs = append(koffs, koffs[len(koffs)-1]+offs[i+1]-offs[i])
+	vals := pd.values[size:]
+	offs := append(f.s.offs[:0], 0)
+	for _, l := range lens {
+		if l < 0 || int64(l) > int64(len(vals)-offs[len(offs)-1]) {
+			return nil, f.corrupt(off, "byte array value %d overruns the page", len(offs)-1)
 		}
-		kept = append(kept, vals[offs[r.lo]:offs[r.hi]]...)
+		offs = append(offs, offs[len(offs)-1]+int(l))
 	}
-	f.s.keptBytes, f.s.keptOffs = kept, koffs
-	enc, err := codec.EncodeByteArray(f.s.lv, kept, koffs)
-	f.s.lv = enc
-	if err != nil {
-		return nil, f.corrupt(off, "encode DELTA_LENGTH_BYTE_ARRAY: %v", err)
+	f.s.offs = offs
+	if extra := len(vals) - offs[len(offs)-1]; extra != 0 {
+		return nil, f.unsupported("%d bytes after the values of a page", extra)
 	}
-	return append(dst, enc...), nil
+	keep := f.s.keepIdx[:0]
+	for _, r := range runs {
+		keep = append(keep, lens[r.lo:r.hi]...)
+	}
+	f.s.keepIdx = keep
+	if f.s.lv, err = codec.EncodeInt32(f.s.lv[:0], keep); err != nil {
+		return nil, f.corrupt(off, "encode DELTA_LENGTH_BYTE_ARRAY lengths: %v", err)
+	}
+	dst = append(dst, f.s.lv...)
+	for _, r := range runs {
+		dst = append(dst, vals[offs[r.lo]:offs[r.hi]]...)
+	}
+	return dst, nil
 }
 
-// checkDeltaHeader checks the header of DELTA_BINARY_PACKED data: a block size that is a positive
-// multiple of 128, a number of miniblocks dividing it into multiples of 32 values, n values.
-func checkDeltaHeader(b []byte, n int) error {
-	var h [3]uint64
-	for i := range h {
-		v, k := binary.Uvarint(b)
-		if k <= 0 {
-			return errHybrid
-		}
-		h[i], b = v, b[k:]
+// deltaSize returns the size of the DELTA_BINARY_PACKED data at the start of b, which must hold n
+// values, checking its header first: a block size that is a positive multiple of 128, miniblocks
+// of a multiple of 32 values. Miniblocks after the last value have a bit width but no bytes.
+func deltaSize(b []byte, n int) (int, error) {
+	c := cursor{b: b}
+	block, minis, total := c.uvarint(), c.uvarint(), c.uvarint()
+	c.varint() // the first value
+	if c.bad {
+		return 0, errHybrid
 	}
-	block, minis, total := h[0], h[1], h[2]
 	if block == 0 || block%128 != 0 || block > 1<<20 || minis == 0 || block%minis != 0 || (block/minis)%32 != 0 {
-		return fmt.Errorf("block of %d values in %d miniblocks", block, minis)
+		return 0, fmt.Errorf("block of %d values in %d miniblocks", block, minis)
 	}
 	if total != uint64(n) {
-		return fmt.Errorf("%d values, page has %d", total, n)
+		return 0, fmt.Errorf("%d values, page has %d", total, n)
 	}
-	return nil
+	perMini := int(block / minis)
+	for left := n - 1; left > 0 && !c.bad; {
+		c.varint() // the block's min delta
+		for _, w := range c.take(int(minis)) {
+			if left <= 0 {
+				break
+			}
+			if w > 32 {
+				return 0, errHybrid
+			}
+			c.take(perMini * int(w) / 8)
+			left -= perMini
+		}
+	}
+	if c.bad {
+		return 0, errHybrid
+	}
+	return c.p, nil
+}
+
+// cursor reads varints and byte runs from b; once a read fails, bad is set and reads return zero.
+type cursor struct {
+	b   []byte
+	p   int
+	bad bool
+}
+
+func (c *cursor) uvarint() uint64 {
+	v, k := binary.Uvarint(c.b[c.p:])
+	if c.bad || k <= 0 {
+		c.bad = true
+		return 0
+	}
+	c.p += k
+	return v
+}
+
+func (c *cursor) varint() {
+	if _, k := binary.Varint(c.b[c.p:]); c.bad || k <= 0 {
+		c.bad = true
+	} else {
+		c.p += k
+	}
+}
+
+func (c *cursor) take(n int) []byte {
+	if c.bad || len(c.b)-c.p < n {
+		c.bad = true
+		return nil
+	}
+	c.p += n
+	return c.b[c.p-n : c.p]
 }

@@ -26,11 +26,9 @@ type run struct{ lo, hi int }
 // scratch holds the buffers one column filter reuses from page to page.
 type scratch struct {
 	hdr, body, raw, page, comp, lv, vals, hdrOut []byte
-	raw2, keptBytes                              []byte
 	levels, keep                                 []uint8
 	idx, keepIdx                                 []int32
 	offs                                         []int
-	offs32, keptOffs                             []uint32
 	runs                                         []run
 	pd                                           pageData
 }
