@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -202,9 +203,15 @@ func (f *columnFilter) addSource(whole byteRange, hl int64, h *format.PageHeader
 	f.account(whole.n, hl+int64(h.UncompressedPageSize), h.Type, enc)
 }
 
-// addNew appends a produced page (header and body) to the output.
-func (f *columnFilter) addNew(header, body []byte, uncompressed int64, h *format.PageHeader, enc format.Encoding) {
+// addNew appends a produced page (header and body), which replaces the source page at chunk
+// offset off, to the output.
+func (f *columnFilter) addNew(off int64, header, body []byte, uncompressed int64, h *format.PageHeader, enc format.Encoding) {
 	buf := *f.out.buf
+	if need := len(header) + len(body); cap(buf)-len(buf) < need {
+		// Room for the rest of the chunk rewritten at about its size: one allocation per chunk
+		// rather than doublings that copy and fault in fresh memory each time.
+		buf = slices.Grow(buf, need+int(f.r.n-off)+int(f.r.n-off)/16)
+	}
 	start := len(buf)
 	buf = append(append(buf, header...), body...)
 	*f.out.buf = buf

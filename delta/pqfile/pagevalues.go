@@ -239,7 +239,6 @@ func liveRuns(s *scratch, pd *pageData, maxDef uint8, dels []uint64, first uint6
 // (nulls of them null), compressed with the chunk's codec, under a new header. Page statistics
 // keep only the exact null count; a CRC is written if the source page had one.
 func (f *columnFilter) writePage(off int64, h *format.PageHeader, levels []uint8, values []byte, kept, nulls int) error {
-	s := f.s
 	nh := format.PageHeader{Type: h.Type}
 	stats := format.Statistics{NullCount: int64(nulls)}
 	var body []byte
@@ -247,42 +246,22 @@ func (f *columnFilter) writePage(off int64, h *format.PageHeader, levels []uint8
 	var enc format.Encoding
 	var err error
 	if h.Type == format.DataPage {
-		raw := s.page[:0]
-		if f.leaf.maxDef > 0 {
-			raw = append(raw, 0, 0, 0, 0)
-			if raw, s.lv, err = appendLevels(raw, s.lv, levels, levelWidth(f.leaf.maxDef)); err != nil {
-				return f.corrupt(off, "encode levels: %v", err)
-			}
-			binary.LittleEndian.PutUint32(raw, uint32(len(raw)-4))
-		}
-		raw = append(raw, values...)
-		s.page, uncompressed = raw, len(raw)
-		if body, err = f.compress(raw); err != nil {
-			return err
-		}
 		v := h.DataPageHeader.V
 		v.NumValues, v.Statistics, enc = int32(kept), stats, v.Encoding
 		nh.DataPageHeader = thrift.New(v)
+		body, uncompressed, err = f.bodyV1(off, levels, values)
 	} else {
 		v := h.DataPageHeaderV2.V
-		b := s.page[:0]
-		if f.leaf.maxDef > 0 {
-			if b, s.lv, err = appendLevels(b, s.lv, levels, levelWidth(f.leaf.maxDef)); err != nil {
-				return f.corrupt(off, "encode levels: %v", err)
-			}
-		}
-		defLen := len(b)
-		vals := values
-		if !v.IsCompressed.Valid || v.IsCompressed.V {
-			if vals, err = f.compress(values); err != nil {
-				return err
-			}
-		}
-		body = append(b, vals...)
-		s.page, uncompressed = body, defLen+len(values)
+		compressed := !v.IsCompressed.Valid || v.IsCompressed.V
+		var defLen int
+		body, defLen, err = f.bodyV2(off, levels, values, compressed)
+		uncompressed = defLen + len(values)
 		v.NumValues, v.NumNulls, v.NumRows = int32(kept), int32(nulls), int32(kept)
 		v.DefinitionLevelsByteLength, v.Statistics, enc = int32(defLen), stats, v.Encoding
 		nh.DataPageHeaderV2 = thrift.New(v)
+	}
+	if err != nil {
+		return err
 	}
 	if len(body) > math.MaxInt32 || uncompressed > math.MaxInt32 {
 		return f.unsupported("filtered page of %d bytes", len(body))
@@ -291,11 +270,51 @@ func (f *columnFilter) writePage(off int64, h *format.PageHeader, levels []uint8
 	if h.CRC != 0 {
 		nh.CRC = pageCRC(body)
 	}
-	if s.hdrOut, err = encodePageHeader(s.hdrOut[:0], &nh); err != nil {
+	if f.s.hdrOut, err = encodePageHeader(f.s.hdrOut[:0], &nh); err != nil {
 		return err
 	}
-	f.addNew(s.hdrOut, body, int64(uncompressed), &nh, enc)
+	f.addNew(off, f.s.hdrOut, body, int64(uncompressed), &nh, enc)
 	f.out.numValues += int64(kept)
 	f.out.nulls += int64(nulls)
 	return nil
+}
+
+// bodyV1 returns the body of a v1 data page, compressed as a whole: the definition levels (with
+// their 4-byte length) then the values; and its uncompressed size.
+func (f *columnFilter) bodyV1(off int64, levels []uint8, values []byte) ([]byte, int, error) {
+	s := f.s
+	raw := s.page[:0]
+	if f.leaf.maxDef > 0 {
+		var err error
+		raw = append(raw, 0, 0, 0, 0)
+		if raw, s.lv, err = appendLevels(raw, s.lv, levels, levelWidth(f.leaf.maxDef)); err != nil {
+			return nil, 0, f.corrupt(off, "encode levels: %v", err)
+		}
+		binary.LittleEndian.PutUint32(raw, uint32(len(raw)-4))
+	}
+	raw = append(raw, values...)
+	s.page = raw
+	body, err := f.compress(raw)
+	return body, len(raw), err
+}
+
+// bodyV2 returns the body of a v2 data page: the definition levels, never compressed, then the
+// values, compressed if the source page's were; and the size of the levels.
+func (f *columnFilter) bodyV2(off int64, levels []uint8, values []byte, compressed bool) ([]byte, int, error) {
+	s := f.s
+	b := s.page[:0]
+	var err error
+	if f.leaf.maxDef > 0 {
+		if b, s.lv, err = appendLevels(b, s.lv, levels, levelWidth(f.leaf.maxDef)); err != nil {
+			return nil, 0, f.corrupt(off, "encode levels: %v", err)
+		}
+	}
+	defLen := len(b)
+	if compressed {
+		if values, err = f.compress(values); err != nil {
+			return nil, 0, err
+		}
+	}
+	s.page = append(b, values...)
+	return s.page, defLen, nil
 }

@@ -7,8 +7,14 @@
 //   - Row groups with no deleted rows are copied as raw column chunk bytes (pages are neither
 //     decompressed nor decoded); only the offsets recorded in the footer move.
 //   - Row groups whose rows are all deleted are dropped.
-//   - Other row groups are decoded column by column with parquet-go, the deleted rows are
-//     skipped, and the live values are re-encoded with the same codec per column.
+//   - Other row groups are filtered page by page when every column is flat (no repeated field)
+//     and every page to decode is a v1/v2 data page with PLAIN, dictionary or
+//     DELTA_LENGTH_BYTE_ARRAY values: pages without deleted rows are kept byte for byte, pages
+//     with only deleted rows are dropped, the others are cut down to their live rows (still
+//     encoded) and compressed again with the same codec. Chunk statistics keep min/max (still
+//     bounds) with exact null counts. Any other row group is decoded column by column with
+//     parquet-go, the deleted rows are skipped, and the live values are re-encoded with the same
+//     codec per column.
 //   - Renames and field ids change the footer only: data pages stay byte-identical.
 //
 // A row index is the 0-based physical position of a row across all row groups, as in a Delta
