@@ -21,7 +21,8 @@ const (
 // footer is a decoded source footer and where it sits in the file.
 type footer struct {
 	meta  format.FileMetaData
-	start int64 // offset of the first footer byte; every column chunk ends at or before it
+	start int64  // offset of the first footer byte; every column chunk ends at or before it
+	raw   []byte // the encoded footer (thrift compact FileMetaData), which meta may point into
 }
 
 // readFooter reads and decodes the footer of the Parquet file src of size bytes, refusing
@@ -53,7 +54,7 @@ func readFooter(src io.ReaderAt, size int64) (*footer, error) {
 	if err := readFull(src, buf, start); err != nil {
 		return nil, fmt.Errorf("read parquet footer: %w", err)
 	}
-	f := &footer{start: start}
+	f := &footer{start: start, raw: buf}
 	if err := decodeFooter(buf, &f.meta); err != nil {
 		return nil, err
 	}

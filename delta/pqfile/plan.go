@@ -46,6 +46,9 @@ type Plan struct {
 	footerOnly bool  // nothing deleted: output = source bytes up to the footer + new footer
 	liveRows   int64 // rows in the output
 	outSize    int64 // exact output size, or -1 if it depends on re-encoding
+	// stats says, per source row group, what the footer entries of its chunks must leave out of
+	// their statistics when the chunks are copied (nil: nothing).
+	stats [][]statsEdit
 }
 
 // group is the plan for one source row group.
@@ -70,6 +73,9 @@ func NewPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, rename *Ren
 		return nil, err
 	}
 	p := &Plan{src: src, size: size, meta: f.meta, footStart: f.start, outSize: -1}
+	if p.stats, err = statsEdits(f.raw, &f.meta); err != nil {
+		return nil, err
+	}
 	tree, err := buildTree(p.meta.Schema)
 	if err != nil {
 		return nil, err
@@ -208,6 +214,7 @@ func (p *Plan) computeSize() error {
 		return nil
 	}
 	meta := p.outputMeta()
+	var edits [][]statsEdit
 	pos := int64(len(magic))
 	if p.footerOnly {
 		pos = p.footStart
@@ -219,11 +226,12 @@ func (p *Plan) computeSize() error {
 		var rg format.RowGroup
 		rg, pos = relocate(&p.meta.RowGroups[i], g.chunks, pos, len(meta.RowGroups))
 		meta.RowGroups = append(meta.RowGroups, rg)
+		edits = append(edits, p.stats[i])
 	}
 	if p.footerOnly {
-		meta.RowGroups = p.meta.RowGroups
+		meta.RowGroups, edits = p.meta.RowGroups, p.stats
 	}
-	tail, err := encodeFooter(meta)
+	tail, err := encodeOutputFooter(meta, edits)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,9 @@
 //     parquet-go, the deleted rows are skipped, and the live values are re-encoded with the same
 //     codec per column.
 //   - Renames and field ids change the footer only: data pages stay byte-identical.
+//   - A copied column chunk's footer entry never says more than the source's: no statistics, or
+//     statistics without null_count, when the source had none (else readers would prune it for
+//     IS NULL); re-encoded chunks have exact null counts.
 //
 // A row index is the 0-based physical position of a row across all row groups, as in a Delta
 // deletion vector. The package knows nothing of Delta itself: it takes a roaring64 bitmap.

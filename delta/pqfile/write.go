@@ -55,7 +55,7 @@ func (p *Plan) emit(s sink) error {
 		if err := s.source(byteRange{0, p.footStart}); err != nil {
 			return err
 		}
-		return emitFooter(s, &p.meta)
+		return emitFooter(s, &p.meta, p.stats)
 	}
 	return p.emitRowGroups(s)
 }
@@ -67,6 +67,7 @@ func (p *Plan) emitRowGroups(s sink) error {
 		return err
 	}
 	meta := p.outputMeta()
+	var edits [][]statsEdit // per output row group, as meta.RowGroups
 	re, err := p.startReencoding()
 	if err != nil {
 		return err
@@ -95,8 +96,13 @@ func (p *Plan) emitRowGroups(s sink) error {
 			return fmt.Errorf("row group %d: %w", i, err)
 		}
 		meta.RowGroups = append(meta.RowGroups, rg)
+		if g.action == Copy {
+			edits = append(edits, p.stats[i])
+		} else {
+			edits = append(edits, nil) // re-encoded: exact null counts
+		}
 	}
-	return emitFooter(s, meta)
+	return emitFooter(s, meta, edits)
 }
 
 // openFile opens the source with parquet-go for decoding; page indexes and bloom filters are not
@@ -195,9 +201,10 @@ func copyRange(w io.Writer, src io.ReaderAt, r byteRange, buf []byte) error {
 	return nil
 }
 
-// emitFooter sends the encoded footer of meta.
-func emitFooter(s sink, meta *format.FileMetaData) error {
-	tail, err := encodeFooter(meta)
+// emitFooter sends the encoded footer of meta, whose row group i was copied from a source row
+// group with statistics edits[i] (nil: re-encoded, or nothing to leave out).
+func emitFooter(s sink, meta *format.FileMetaData, edits [][]statsEdit) error {
+	tail, err := encodeOutputFooter(meta, edits)
 	if err != nil {
 		return err
 	}
