@@ -11,7 +11,8 @@ import (
 )
 
 // walkInner and walkAll cover every compact type parquet-go's thrift writes, with ids that need
-// the long field header form (delta > 15) after field 3.
+// the long field header form (delta > 15) after field 3. Maps have one entry: parquet-go writes
+// map entries in Go iteration order.
 type walkInner struct {
 	X int32  `thrift:"1"`
 	S string `thrift:"2"`
@@ -38,7 +39,7 @@ type walkAll struct {
 func sampleWalkAll() walkAll {
 	v := walkAll{T: true, I8: -3, I16: -300, I32: 1 << 20, I64: -1 << 40, D: 2.5, Bin: []byte("bin"),
 		L: []int32{1, -2, 3}, Bs: []bool{true, false, true}, In: walkInner{X: 7, S: "in"}, Neg: -1,
-		M: map[string]walkInner{"a": {X: 1}, "b": {S: "bb"}}, Em: map[string]int32{}}
+		M: map[string]walkInner{"a": {X: 1, S: "bb"}}, Em: map[string]int32{}}
 	for i := range 40 { // long list form
 		v.Long = append(v.Long, walkInner{X: int32(i), S: "e"})
 	}
