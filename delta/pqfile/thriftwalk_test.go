@@ -46,7 +46,7 @@ func sampleWalkAll() walkAll {
 	return v
 }
 
-func marshal(t *testing.T, v any) []byte {
+func marshal(t testing.TB, v any) []byte {
 	t.Helper()
 	var proto thrift.CompactProtocol
 	b, err := thrift.Marshal(&proto, v)
