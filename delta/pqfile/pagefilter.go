@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
@@ -90,11 +89,32 @@ func plainWidth(e *format.SchemaElement) int {
 	return -1
 }
 
-// pageBuffers holds the buffers of filtered column chunks already written out.
-var pageBuffers sync.Pool
+// pageBuffers holds the buffers of filtered column chunks already written out (reencode.go's
+// release hands them back). 64 MiB keeps about two row groups' worth of the largest chunks.
+var pageBuffers = &bufList{maxBufs: 32, maxBytes: 64 << 20}
 
-// scratchPool holds column filters' working buffers.
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+// scratches holds column filters' working buffers, one set per filter running at once (row
+// groups in flight times the columns each filters in parallel).
+var scratches = freeList[*scratch]{max: 2 * maxGroupWorkers}
+
+// maxScratchBytes bounds the buffers of a scratch kept for reuse: one that a huge page grew is
+// left to the garbage collector.
+const maxScratchBytes = 16 << 20
+
+// getScratch returns a scratch for one column filter, kept or new.
+func getScratch() *scratch {
+	if s, ok := scratches.get(); ok {
+		return s
+	}
+	return new(scratch)
+}
+
+// putScratch hands s back for reuse unless its buffers are too large.
+func putScratch(s *scratch) {
+	if s.size() <= maxScratchBytes {
+		scratches.put(s)
+	}
+}
 
 // filterGroup serves row group rg (planned as g) of src with the page filter. It fails with
 // errNoFastPath when the filter does not apply, ErrCorrupt on a malformed chunk.
@@ -104,14 +124,12 @@ func filterGroup(src io.ReaderAt, rg *format.RowGroup, g *group, leaves []leafIn
 	}
 	outs := make([]chunkOut, len(leaves))
 	err := forEachParallel(len(leaves), func(j int) error {
-		s := scratchPool.Get().(*scratch)
-		defer scratchPool.Put(s)
+		s := getScratch()
+		defer putScratch(s)
 		f := &columnFilter{src: src, r: g.chunks[j], leaf: leaves[j], md: &rg.Columns[j].MetaData,
 			deleted: g.deleted, rows: rg.NumRows, s: s}
-		f.out.buf = getPageBuffer()
-		outs[j] = f.out // set before run so that release finds the buffer on error
 		err := f.run()
-		outs[j] = f.out
+		outs[j] = f.out // on error too, so that release hands its buffer back
 		return err
 	})
 	enc := assemble(rg, outs, rg.NumRows-int64(len(g.deleted)))
@@ -120,15 +138,6 @@ func filterGroup(src io.ReaderAt, rg *format.RowGroup, g *group, leaves []leafIn
 		return nil, err
 	}
 	return enc, nil
-}
-
-// getPageBuffer returns an empty pooled buffer.
-func getPageBuffer() *[]byte {
-	if b, ok := pageBuffers.Get().(*[]byte); ok {
-		*b = (*b)[:0]
-		return b
-	}
-	return new([]byte)
 }
 
 // assemble lays the filtered chunks out back to back from offset len(magic) (as in a file, so no

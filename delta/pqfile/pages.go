@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 
@@ -57,6 +56,9 @@ type columnFilter struct {
 	s       *scratch
 	out     chunkOut
 	newOff  []int64 // for each produced piece in out.parts, its offset in out.buf
+	win     []byte  // source bytes of the chunk from winOff, in s.win
+	winOff  int64
+	hdrRoom int // room left for the next produced page's header: the last one's size
 }
 
 // corrupt returns an ErrCorrupt error naming the column and the page at chunk offset off.
@@ -203,31 +205,6 @@ func (f *columnFilter) addSource(whole byteRange, hl int64, h *format.PageHeader
 	f.account(whole.n, hl+int64(h.UncompressedPageSize), h.Type, enc)
 }
 
-// addNew appends a produced page (header and body), which replaces the source page at chunk
-// offset off, to the output.
-func (f *columnFilter) addNew(off int64, header, body []byte, uncompressed int64, h *format.PageHeader, enc format.Encoding) {
-	buf := *f.out.buf
-	if need := len(header) + len(body); cap(buf)-len(buf) < need {
-		// Room for the rest of the chunk rewritten at about its size: one allocation per chunk
-		// rather than doublings that copy and fault in fresh memory each time.
-		buf = slices.Grow(buf, need+int(f.r.n-off)+int(f.r.n-off)/16)
-	}
-	start := len(buf)
-	buf = append(append(buf, header...), body...)
-	*f.out.buf = buf
-	n := int64(len(buf) - start)
-	if k := len(f.out.parts) - 1; k >= 0 && f.newOff[k] >= 0 {
-		f.out.parts[k].src.n += n // produced pages follow each other in buf
-	} else {
-		f.out.parts = append(f.out.parts, piece{src: byteRange{int64(start), n}})
-		f.newOff = append(f.newOff, int64(start))
-	}
-	if f.out.dataOff < 0 {
-		f.out.dataOff = f.out.size
-	}
-	f.account(n, int64(len(header))+uncompressed, h.Type, enc)
-}
-
 // account adds a page of n output bytes to the chunk's sizes and encoding statistics.
 func (f *columnFilter) account(n, uncompressed int64, t format.PageType, enc format.Encoding) {
 	f.out.size += n
@@ -243,6 +220,9 @@ func (f *columnFilter) account(n, uncompressed int64, t format.PageType, enc for
 
 // finish points the produced pieces into the final output buffer.
 func (f *columnFilter) finish() {
+	if f.out.buf == nil {
+		return // no page produced
+	}
 	buf := *f.out.buf
 	for k, start := range f.newOff {
 		if start >= 0 {
@@ -258,7 +238,7 @@ func (f *columnFilter) header(off int64, h *format.PageHeader) (int64, error) {
 	rem := f.r.n - off
 	for size := int64(firstHeaderRead); ; size *= 16 {
 		n := min(size, rem)
-		buf, err := f.read(&f.s.hdr, off, n)
+		buf, err := f.bytesAt(off, n)
 		if err != nil {
 			return 0, err
 		}
@@ -275,14 +255,21 @@ func (f *columnFilter) header(off int64, h *format.PageHeader) (int64, error) {
 	}
 }
 
-// read reads n bytes of the chunk at chunk offset off into *buf (grown as needed) and returns them.
-func (f *columnFilter) read(buf *[]byte, off, n int64) ([]byte, error) {
-	b := grow(*buf, int(n))
-	*buf = b
-	if err := readFull(f.src, b, f.r.off+off); err != nil {
+// bytesAt returns the n bytes of the chunk at chunk offset off (n <= f.r.n-off), valid until
+// the next call. Bytes not in the window are read with one pread of up to firstHeaderRead bytes
+// more, which usually hold the next page's header: a filtered page costs one read, not two.
+func (f *columnFilter) bytesAt(off, n int64) ([]byte, error) {
+	if off >= f.winOff && off+n <= f.winOff+int64(len(f.win)) {
+		return f.win[off-f.winOff : off-f.winOff+n], nil
+	}
+	m := max(n, min(n+firstHeaderRead, f.r.n-off))
+	f.s.win = grow(f.s.win, int(m))
+	f.win, f.winOff = nil, 0
+	if err := readFull(f.src, f.s.win, f.r.off+off); err != nil {
 		return nil, fmt.Errorf("column %q: %w", strings.Join(f.md.PathInSchema, "."), err)
 	}
-	return b, nil
+	f.win, f.winOff = f.s.win, off
+	return f.win[:n], nil
 }
 
 // decodePageHeader decodes one thrift compact page header at the start of buf and returns its size.

@@ -2,11 +2,9 @@ package pqfile
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -23,14 +21,22 @@ type pageData struct {
 // run is a half-open range [lo, hi) of the non-null values of a page.
 type run struct{ lo, hi int }
 
-// scratch holds the buffers one column filter reuses from page to page.
+// scratch holds the buffers one column filter reuses from page to page (and, through
+// scratches, the next filters).
 type scratch struct {
-	hdr, body, raw, page, comp, lv, vals, hdrOut []byte
-	levels, keep                                 []uint8
-	idx, keepIdx                                 []int32
-	offs                                         []int
-	runs                                         []run
-	pd                                           pageData
+	win, raw, page, lv, vals, hdrOut []byte
+	levels, keep                     []uint8
+	idx, keepIdx                     []int32
+	offs                             []int
+	runs                             []run
+	pd                               pageData
+}
+
+// size returns about how many bytes the scratch's buffers hold.
+func (s *scratch) size() int {
+	n := cap(s.win) + cap(s.raw) + cap(s.page) + cap(s.lv) + cap(s.vals) + cap(s.hdrOut)
+	n += cap(s.levels) + cap(s.keep) + 4*(cap(s.idx)+cap(s.keepIdx))
+	return n + 8*cap(s.offs) + 16*cap(s.runs)
 }
 
 // filterPage decodes a data page holding some deleted rows (dels, file rows relative to the row
@@ -45,20 +51,15 @@ func (f *columnFilter) filterPage(off, hl int64, h *format.PageHeader, dels []ui
 		return err
 	}
 	runs, levels, nonNull := liveRuns(f.s, pd, uint8(f.leaf.maxDef), dels, first)
-	vals, err := f.keepValues(off, f.s.vals[:0], pd, runs, nonNull)
-	if err != nil {
-		return err
-	}
-	f.s.vals = vals
 	kept := pd.n - len(dels)
-	return f.writePage(off, h, levels, vals, kept, kept-nonNull)
+	return f.writePage(off, h, &liveRows{pd, runs, levels, kept, nonNull})
 }
 
 // loadPage reads the data page of n values whose header h (hl bytes) is at chunk offset off,
 // decompresses it and decodes its definition levels. With verify, a page whose recorded CRC does
 // not match its bytes is corrupt (parquet-go refuses it too).
 func (f *columnFilter) loadPage(off, hl int64, h *format.PageHeader, n int, verify bool) (*pageData, error) {
-	body, err := f.read(&f.s.body, off+hl, int64(h.CompressedPageSize))
+	body, err := f.bytesAt(off+hl, int64(h.CompressedPageSize))
 	if err != nil {
 		return nil, err
 	}
@@ -177,19 +178,6 @@ func (f *columnFilter) decompress(off int64, src []byte, size int) ([]byte, erro
 	return out, nil
 }
 
-// compress returns src compressed with the chunk's codec (src itself when uncompressed).
-func (f *columnFilter) compress(src []byte) ([]byte, error) {
-	if f.md.Codec == format.Uncompressed {
-		return src, nil
-	}
-	out, err := reencodeCodec(f.md.Codec).Encode(f.s.comp[:0], src)
-	if err != nil {
-		return nil, f.unsupported("compress %v page: %v", f.md.Codec, err)
-	}
-	f.s.comp = out
-	return out, nil
-}
-
 // liveRuns returns the runs of the non-null values of the page's live rows, the levels of its live
 // rows (nil in a required column) and the number of their non-null values. dels are the page's
 // deleted rows, relative to the row group; the page starts at row first.
@@ -233,88 +221,4 @@ func liveRuns(s *scratch, pd *pageData, maxDef uint8, dels []uint64, first uint6
 	}
 	s.keep = keep
 	return runs, keep, nonNull
-}
-
-// writePage appends the filtered form of the data page h: levels and values of its kept rows
-// (nulls of them null), compressed with the chunk's codec, under a new header. Page statistics
-// keep only the exact null count; a CRC is written if the source page had one.
-func (f *columnFilter) writePage(off int64, h *format.PageHeader, levels []uint8, values []byte, kept, nulls int) error {
-	nh := format.PageHeader{Type: h.Type}
-	stats := format.Statistics{NullCount: int64(nulls)}
-	var body []byte
-	var uncompressed int
-	var enc format.Encoding
-	var err error
-	if h.Type == format.DataPage {
-		v := h.DataPageHeader.V
-		v.NumValues, v.Statistics, enc = int32(kept), stats, v.Encoding
-		nh.DataPageHeader = thrift.New(v)
-		body, uncompressed, err = f.bodyV1(off, levels, values)
-	} else {
-		v := h.DataPageHeaderV2.V
-		compressed := !v.IsCompressed.Valid || v.IsCompressed.V
-		var defLen int
-		body, defLen, err = f.bodyV2(off, levels, values, compressed)
-		uncompressed = defLen + len(values)
-		v.NumValues, v.NumNulls, v.NumRows = int32(kept), int32(nulls), int32(kept)
-		v.DefinitionLevelsByteLength, v.Statistics, enc = int32(defLen), stats, v.Encoding
-		nh.DataPageHeaderV2 = thrift.New(v)
-	}
-	if err != nil {
-		return err
-	}
-	if len(body) > math.MaxInt32 || uncompressed > math.MaxInt32 {
-		return f.unsupported("filtered page of %d bytes", len(body))
-	}
-	nh.UncompressedPageSize, nh.CompressedPageSize = int32(uncompressed), int32(len(body))
-	if h.CRC != 0 {
-		nh.CRC = pageCRC(body)
-	}
-	if f.s.hdrOut, err = encodePageHeader(f.s.hdrOut[:0], &nh); err != nil {
-		return err
-	}
-	f.addNew(off, f.s.hdrOut, body, int64(uncompressed), &nh, enc)
-	f.out.numValues += int64(kept)
-	f.out.nulls += int64(nulls)
-	return nil
-}
-
-// bodyV1 returns the body of a v1 data page, compressed as a whole: the definition levels (with
-// their 4-byte length) then the values; and its uncompressed size.
-func (f *columnFilter) bodyV1(off int64, levels []uint8, values []byte) ([]byte, int, error) {
-	s := f.s
-	raw := s.page[:0]
-	if f.leaf.maxDef > 0 {
-		var err error
-		raw = append(raw, 0, 0, 0, 0)
-		if raw, s.lv, err = appendLevels(raw, s.lv, levels, levelWidth(f.leaf.maxDef)); err != nil {
-			return nil, 0, f.corrupt(off, "encode levels: %v", err)
-		}
-		binary.LittleEndian.PutUint32(raw, uint32(len(raw)-4))
-	}
-	raw = append(raw, values...)
-	s.page = raw
-	body, err := f.compress(raw)
-	return body, len(raw), err
-}
-
-// bodyV2 returns the body of a v2 data page: the definition levels, never compressed, then the
-// values, compressed if the source page's were; and the size of the levels.
-func (f *columnFilter) bodyV2(off int64, levels []uint8, values []byte, compressed bool) ([]byte, int, error) {
-	s := f.s
-	b := s.page[:0]
-	var err error
-	if f.leaf.maxDef > 0 {
-		if b, s.lv, err = appendLevels(b, s.lv, levels, levelWidth(f.leaf.maxDef)); err != nil {
-			return nil, 0, f.corrupt(off, "encode levels: %v", err)
-		}
-	}
-	defLen := len(b)
-	if compressed {
-		if values, err = f.compress(values); err != nil {
-			return nil, 0, err
-		}
-	}
-	s.page = append(b, values...)
-	return s.page, defLen, nil
 }
