@@ -3,6 +3,7 @@ package pqfile
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -36,6 +37,11 @@ const (
 	idChunkMetaData   = 3  // ColumnChunk.meta_data: ColumnMetaData
 	idMetaStatistics  = 12 // ColumnMetaData.statistics: Statistics
 	idStatsNullCount  = 3  // Statistics.null_count: i64
+)
+
+var (
+	isStats     = isField(idMetaStatistics, tStruct)
+	isNullCount = isField(idStatsNullCount, tI64)
 )
 
 // chunkMetaFunc receives the fields of the ColumnMetaData of column col of row group rg (nil when
@@ -93,14 +99,9 @@ func (b thriftBuf) walkRowGroup(rg, off, depth int, fn chunkMetaFunc) (int, erro
 	return end, err
 }
 
-// findField returns the index of the first field id of type typ in fields, or -1.
-func findField(fields []tfield, id int16, typ byte) int {
-	for i, f := range fields {
-		if f.id == id && f.typ == typ {
-			return i
-		}
-	}
-	return -1
+// isField returns a predicate true for the fields id of type typ.
+func isField(id int16, typ byte) func(tfield) bool {
+	return func(f tfield) bool { return f.id == id && f.typ == typ }
 }
 
 // statsEdits reads the encoded source footer b (decoded as meta) and returns, per row group, what
@@ -136,20 +137,24 @@ func statsEdits(b []byte, meta *format.FileMetaData) ([][]statsEdit, error) {
 	return edits, nil
 }
 
-// chunkStatsEdit returns what the ColumnMetaData whose fields are md says of its nulls.
+// chunkStatsEdit returns what the ColumnMetaData whose fields are md says of its nulls. A field
+// repeated in hostile input counts as present if any copy is.
 func (b thriftBuf) chunkStatsEdit(md []tfield) (statsEdit, error) {
-	k := findField(md, idMetaStatistics, tStruct)
-	if k < 0 {
-		return dropStats, nil
+	e := dropStats
+	for _, f := range md {
+		if !isStats(f) {
+			continue
+		}
+		stats, _, err := b.walkStruct(f.value, 0, nil)
+		if err != nil {
+			return 0, err
+		}
+		e = min(e, dropNullCount)
+		if slices.ContainsFunc(stats, isNullCount) {
+			e = keepStats
+		}
 	}
-	stats, _, err := b.walkStruct(md[k].value, 0, nil)
-	if err != nil {
-		return 0, err
-	}
-	if findField(stats, idStatsNullCount, tI64) < 0 {
-		return dropNullCount, nil
-	}
-	return keepStats, nil
+	return e, nil
 }
 
 // stripStats returns the encoded FileMetaData b with, for every column j of row group i where
@@ -165,10 +170,8 @@ func stripStats(b []byte, edits [][]statsEdit) ([]byte, error) {
 		if col >= len(edits[rg]) || edits[rg][col] == keepStats {
 			return nil
 		}
-		s, ok, err := thriftBuf(b).statsSplice(md, edits[rg][col])
-		if ok {
-			ss = append(ss, s)
-		}
+		s, err := thriftBuf(b).statsSplices(md, edits[rg][col])
+		ss = append(ss, s...)
 		return err
 	})
 	if err != nil {
@@ -177,25 +180,23 @@ func stripStats(b []byte, edits [][]statsEdit) ([]byte, error) {
 	return applySplices(b, ss), nil
 }
 
-// statsSplice returns the splice that applies e to the ColumnMetaData whose fields are md, and
-// false if there is nothing to remove.
-func (b thriftBuf) statsSplice(md []tfield, e statsEdit) (splice, bool, error) {
-	k := findField(md, idMetaStatistics, tStruct)
-	if k < 0 {
-		return splice{}, false, nil
-	}
+// statsSplices returns the splices that apply e to the ColumnMetaData whose fields are md.
+func (b thriftBuf) statsSplices(md []tfield, e statsEdit) ([]splice, error) {
 	if e == dropStats {
-		return dropField(md, k), true, nil
+		return dropFields(md, isStats), nil
 	}
-	stats, _, err := b.walkStruct(md[k].value, 0, nil)
-	if err != nil {
-		return splice{}, false, err
+	var ss []splice
+	for _, f := range md {
+		if !isStats(f) {
+			continue
+		}
+		stats, _, err := b.walkStruct(f.value, 0, nil)
+		if err != nil {
+			return nil, err
+		}
+		ss = append(ss, dropFields(stats, isNullCount)...)
 	}
-	n := findField(stats, idStatsNullCount, tI64)
-	if n < 0 {
-		return splice{}, false, nil
-	}
-	return dropField(stats, n), true, nil
+	return ss, nil
 }
 
 // hasEdits reports whether some chunk has something to leave out.

@@ -253,21 +253,30 @@ type splice struct {
 	with       []byte
 }
 
-// dropField returns the splice that removes fields[k] from its struct (fields being all the
-// struct's fields, in order): its header and value go, and the header of the field after it, if
-// any, is written again with its id relative to the field before it.
-func dropField(fields []tfield, k int) splice {
-	f := fields[k]
-	s := splice{start: f.start, end: f.end}
-	if k+1 < len(fields) {
-		var prev int16
-		if k > 0 {
-			prev = fields[k-1].id
+// dropFields returns the splices that remove from a struct (fields being all its fields, in
+// order) every field for which drop is true: their headers and values go, and the header of the
+// first field kept after them is written again with its id relative to the field kept before.
+func dropFields(fields []tfield, drop func(tfield) bool) []splice {
+	var ss []splice
+	var prev int16 // id of the last field kept
+	from := -1     // start of the run of dropped fields before f, or -1
+	for _, f := range fields {
+		switch {
+		case drop(f):
+			if from < 0 {
+				from = f.start
+			}
+			continue
+		case from >= 0:
+			ss = append(ss, splice{start: from, end: f.value, with: appendFieldHeader(nil, prev, f.id, f.typ)})
+			from = -1
 		}
-		next := fields[k+1]
-		s.end, s.with = next.value, appendFieldHeader(nil, prev, next.id, next.typ)
+		prev = f.id
 	}
-	return s
+	if from >= 0 {
+		ss = append(ss, splice{start: from, end: fields[len(fields)-1].end})
+	}
+	return ss
 }
 
 // appendFieldHeader appends the compact header of field id of type typ after a field prev (0 at

@@ -3,7 +3,10 @@ package pqfile
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
+
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // FuzzThriftWalk feeds arbitrary bytes to the compact-protocol walker and the statistics editor
@@ -14,6 +17,7 @@ func FuzzThriftWalk(f *testing.F) {
 	f.Add(rawFooter(f, craftStats(f, ncFile(f), ncEdits)))
 	f.Add(marshal(f, sampleWalkAll()))
 	f.Add([]byte{0x49, 0x1c, 0x19, 0x1c, 0x3c, 0xcc, 0x36, 2, 0, 0, 0, 0, 0})
+	f.Add(dupStats(f, rawFooter(f, ncFile(f))))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _, err := thriftBuf(b).walkStruct(0, 0, nil)
 		if err != nil && !errors.Is(err, ErrCorrupt) {
@@ -61,4 +65,31 @@ func rawFooter(t testing.TB, data []byte) []byte {
 		t.Fatal(err)
 	}
 	return f.raw
+}
+
+// dupStats returns the encoded footer b with the statistics of its first column chunk repeated
+// (a second field 12 right after the first), as hostile input may have it.
+func dupStats(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var first *tfield
+	err := thriftBuf(b).walkChunkMeta(nil, func(rg, col int, md []tfield) error {
+		if k := slices.IndexFunc(md, isStats); k >= 0 && first == nil {
+			first = &md[k]
+		}
+		return nil
+	})
+	if err != nil || first == nil {
+		t.Fatalf("no statistics in footer: %v", err)
+	}
+	dup := appendFieldHeader(nil, idMetaStatistics, idMetaStatistics, tStruct) // long form: delta 0
+	dup = append(dup, b[first.value:first.end]...)
+	out := applySplices(b, []splice{{start: first.end, end: first.end, with: dup}})
+	var meta format.FileMetaData
+	if err := decodeFooter(out, &meta); err != nil {
+		t.Fatalf("footer with repeated statistics: %v", err)
+	}
+	if e, err := statsEdits(out, &meta); err != nil || hasEdits(e) {
+		t.Fatalf("footer with repeated statistics: edits %v, %v", e, err)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -148,16 +149,48 @@ func TestDropField(t *testing.T) {
 		func(v *walkAll) { v.Long = nil }, func(v *walkAll) { v.Bs = nil }, func(v *walkAll) { v.M = nil },
 		nil /* Em is writezero */, func(v *walkAll) { v.In = walkInner{} }, func(v *walkAll) { v.Neg = 0 },
 	}
-	for k, zero := range zeroOne {
-		if zero == nil {
-			continue
+	// Drop every pair of fields (adjacent ones, the last ones, a run up to the end...).
+	for k1, zero1 := range zeroOne {
+		for k2, zero2 := range zeroOne {
+			if zero1 == nil || zero2 == nil || k2 < k1 {
+				continue
+			}
+			v := full
+			zero1(&v)
+			zero2(&v)
+			want := marshal(t, v)
+			drop := func(f tfield) bool { return f.id == fields[k1].id || f.id == fields[k2].id }
+			if got := applySplices(b, dropFields(fields, drop)); !bytes.Equal(got, want) {
+				t.Errorf("drop fields %d and %d:\n got %x\nwant %x", fields[k1].id, fields[k2].id, got, want)
+			}
 		}
-		v := full
-		zero(&v)
-		want := marshal(t, v)
-		got := applySplices(b, []splice{dropField(fields, k)})
-		if !bytes.Equal(got, want) {
-			t.Errorf("drop field %d:\n got %x\nwant %x", fields[k].id, got, want)
+	}
+}
+
+// TestDropFieldsRepeated removes a field that hostile input repeats, and a whole struct's fields.
+func TestDropFieldsRepeated(t *testing.T) {
+	b := []byte{0x16, 2, 0x16, 4, 0x26, 6, 0xf6, 8, 0x06, 10, 12, 0} // ids 1, 2, 4, 19, 5
+	fields, _, err := thriftBuf(b).walkStruct(0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		drop []int16
+		want []byte
+	}{
+		{[]int16{2}, []byte{0x16, 2, 0x36, 6, 0xf6, 8, 0x06, 10, 12, 0}},
+		{[]int16{1, 2, 4}, []byte{0x06, 38, 8, 0x06, 10, 12, 0}},
+		{[]int16{19}, []byte{0x16, 2, 0x16, 4, 0x26, 6, 0x16, 12, 0}},
+		{[]int16{19, 5}, []byte{0x16, 2, 0x16, 4, 0x26, 6, 0}},
+		{[]int16{1, 2, 4, 19, 5}, []byte{0}},
+	}
+	for _, tc := range tests {
+		got := applySplices(b, dropFields(fields, func(f tfield) bool { return slices.Contains(tc.drop, f.id) }))
+		if !bytes.Equal(got, tc.want) {
+			t.Errorf("drop %v: got %x, want %x", tc.drop, got, tc.want)
+		}
+		if _, end, err := thriftBuf(got).walkStruct(0, 0, nil); err != nil || end != len(got) {
+			t.Errorf("drop %v: result does not walk: %v", tc.drop, err)
 		}
 	}
 }
