@@ -3,7 +3,6 @@ package pqfile
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -44,20 +43,21 @@ var (
 	isNullCount = isField(idStatsNullCount, tI64)
 )
 
-// chunkMetaFunc receives the fields of the ColumnMetaData of column col of row group rg (nil when
-// the chunk has no meta_data).
+// chunkMetaFunc receives the fields of the ColumnMetaData of column col of row group rg (empty when
+// the chunk has no meta_data); md is reused for the next chunk once the function returns.
 type chunkMetaFunc func(rg, col int, md []tfield) error
 
 // walkChunkMeta walks the encoded FileMetaData b (exactly: no trailing bytes) and calls fn for
 // every column chunk of every row group but those for which skipGroup (nil: none) is true.
 func (b thriftBuf) walkChunkMeta(skipGroup func(rg int) bool, fn chunkMetaFunc) error {
+	var mdBuf []tfield
 	visitGroup := func(rg, off, depth int) (int, error) {
 		if skipGroup != nil && skipGroup(rg) {
 			return -1, nil
 		}
-		return b.walkRowGroup(rg, off, depth, fn)
+		return b.walkRowGroup(rg, off, depth, &mdBuf, fn)
 	}
-	_, end, err := b.walkStruct(0, 0, func(f tfield, depth int) (int, error) {
+	end, err := b.skipStruct(0, 0, func(f tfield, depth int) (int, error) {
 		if f.id != idFileRowGroups || f.typ != tList {
 			return -1, nil
 		}
@@ -72,31 +72,32 @@ func (b thriftBuf) walkChunkMeta(skipGroup func(rg int) bool, fn chunkMetaFunc) 
 	return nil
 }
 
-// walkRowGroup walks the RowGroup rg at off and calls fn for each of its column chunks.
-func (b thriftBuf) walkRowGroup(rg, off, depth int, fn chunkMetaFunc) (int, error) {
+// walkRowGroup walks the RowGroup rg at off and calls fn for each of its column chunks, with the
+// ColumnMetaData fields collected in *mdBuf.
+func (b thriftBuf) walkRowGroup(rg, off, depth int, mdBuf *[]tfield, fn chunkMetaFunc) (int, error) {
 	visitChunk := func(col, off, depth int) (int, error) {
-		var md []tfield
-		_, end, err := b.walkStruct(off, depth, func(f tfield, depth int) (int, error) {
+		md := (*mdBuf)[:0]
+		end, err := b.skipStruct(off, depth, func(f tfield, depth int) (int, error) {
 			if f.id != idChunkMetaData || f.typ != tStruct {
 				return -1, nil
 			}
 			var end int
 			var err error
-			md, end, err = b.walkStruct(f.value, depth+1, nil)
+			md, end, err = b.structFields(md[:0], true, f.value, depth+1, nil)
 			return end, err
 		})
 		if err != nil {
 			return 0, err
 		}
+		*mdBuf = md
 		return end, fn(rg, col, md)
 	}
-	_, end, err := b.walkStruct(off, depth, func(f tfield, depth int) (int, error) {
+	return b.skipStruct(off, depth, func(f tfield, depth int) (int, error) {
 		if f.id != idRowGroupColumns || f.typ != tList {
 			return -1, nil
 		}
 		return b.walkList(f.value, depth+1, visitChunk)
 	})
-	return end, err
 }
 
 // isField returns a predicate true for the fields id of type typ.
@@ -145,13 +146,15 @@ func (b thriftBuf) chunkStatsEdit(md []tfield) (statsEdit, error) {
 		if !isStats(f) {
 			continue
 		}
-		stats, _, err := b.walkStruct(f.value, 0, nil)
+		e = min(e, dropNullCount)
+		_, err := b.skipStruct(f.value, 0, func(f tfield, _ int) (int, error) {
+			if isNullCount(f) {
+				e = keepStats
+			}
+			return -1, nil
+		})
 		if err != nil {
 			return 0, err
-		}
-		e = min(e, dropNullCount)
-		if slices.ContainsFunc(stats, isNullCount) {
-			e = keepStats
 		}
 	}
 	return e, nil

@@ -75,10 +75,21 @@ func (b thriftBuf) uvarint(off int) (uint64, int, error) {
 // walkStruct reads the struct at off (at nesting depth), offering each field to visit (nil: skip
 // all), and returns its fields in order and the offset after its stop byte.
 func (b thriftBuf) walkStruct(off, depth int, visit fieldVisitor) ([]tfield, int, error) {
+	return b.structFields(nil, true, off, depth, visit)
+}
+
+// skipStruct is walkStruct without collecting the fields: it allocates nothing.
+func (b thriftBuf) skipStruct(off, depth int, visit fieldVisitor) (int, error) {
+	_, end, err := b.structFields(nil, false, off, depth, visit)
+	return end, err
+}
+
+// structFields is walkStruct, appending the fields to dst if collect.
+func (b thriftBuf) structFields(dst []tfield, collect bool, off, depth int, visit fieldVisitor) ([]tfield, int, error) {
 	if depth > maxThriftDepth {
 		return nil, 0, thriftCorrupt("nesting deeper than %d", maxThriftDepth)
 	}
-	var fields []tfield
+	fields := dst
 	var prev int16
 	for {
 		f, err := b.fieldHeader(off, prev)
@@ -99,7 +110,9 @@ func (b thriftBuf) walkStruct(off, depth int, visit fieldVisitor) ([]tfield, int
 				return nil, 0, err
 			}
 		}
-		fields = append(fields, f)
+		if collect {
+			fields = append(fields, f)
+		}
 		off, prev = f.end, f.id
 	}
 }
@@ -156,8 +169,7 @@ func (b thriftBuf) skip(off int, typ byte, depth int) (int, error) {
 	case tMap:
 		return b.skipMap(off, depth+1)
 	case tStruct:
-		_, end, err := b.walkStruct(off, depth+1, nil)
-		return end, err
+		return b.skipStruct(off, depth+1, nil)
 	}
 	return 0, thriftCorrupt("unknown type %d at %d", typ, off)
 }
