@@ -1,6 +1,7 @@
 package pqfile
 
 import (
+	"math/bits"
 	"slices"
 	"sync"
 )
@@ -24,12 +25,13 @@ type bufList struct {
 }
 
 // get returns an empty buffer of capacity at least n: the smallest kept one that is large
-// enough, else a new one. The caller owns it until it calls Put.
+// enough but not more than twice, else a new one. The caller owns it until it calls Put.
 func (l *bufList) get(n int) *[]byte {
+	n = sizeClass(n)
 	l.mu.Lock()
 	best := -1
 	for i, b := range l.bufs {
-		if cap(*b) >= n && (best < 0 || cap(*b) < cap(*l.bufs[best])) {
+		if c := cap(*b); c >= n && c/2 <= n && (best < 0 || c < cap(*l.bufs[best])) {
 			best = i
 		}
 	}
@@ -46,18 +48,34 @@ func (l *bufList) get(n int) *[]byte {
 	return &b
 }
 
-// Put hands b back for reuse; the caller must not use it afterwards. A buffer that would take
-// the list over its bounds is left to the garbage collector, so is a nil or empty one.
+// sizeClass returns n rounded up to a multiple of the power of two at most an eighth of it, so
+// that buffers asked for similar sizes (the chunks of the row groups of a file) serve each other.
+func sizeClass(n int) int {
+	if n <= 4096 {
+		return n
+	}
+	g := 1 << (bits.Len(uint(n)) - 4)
+	return (n + g - 1) &^ (g - 1)
+}
+
+// Put hands b back for reuse; the caller must not use it afterwards. The list keeps the buffers
+// released last: older ones that would take it over its bounds are left to the garbage collector,
+// and so is a buffer larger than maxBytes, a nil or an empty one.
 func (l *bufList) Put(b *[]byte) {
-	if b == nil || cap(*b) == 0 {
+	if b == nil || cap(*b) == 0 || cap(*b) > l.maxBytes {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if slices.Contains(l.bufs, b) || len(l.bufs) >= l.maxBufs || l.bytes+cap(*b) > l.maxBytes {
+	if slices.Contains(l.bufs, b) {
 		return
 	}
-	l.bufs = append(l.bufs, b)
+	drop := 0
+	for drop < len(l.bufs) && (len(l.bufs)-drop >= l.maxBufs || l.bytes+cap(*b) > l.maxBytes) {
+		l.bytes -= cap(*l.bufs[drop])
+		drop++
+	}
+	l.bufs = append(slices.Delete(l.bufs, 0, drop), b)
 	l.bytes += cap(*b)
 }
 

@@ -90,8 +90,10 @@ func plainWidth(e *format.SchemaElement) int {
 }
 
 // pageBuffers holds the buffers of filtered column chunks already written out (reencode.go's
-// release hands them back). 64 MiB keeps about two row groups' worth of the largest chunks.
-var pageBuffers = &bufList{maxBufs: 32, maxBytes: 64 << 20}
+// release hands them back). While a file is filtered about three row groups' buffers are alive
+// (two being filtered, one being written): 96 MiB lets the next groups of a 256 MiB file of 8
+// groups take the released ones instead of new memory, and bounds what an idle mount keeps.
+var pageBuffers = &bufList{maxBufs: 32, maxBytes: 96 << 20}
 
 // scratches holds column filters' working buffers, one set per filter running at once (row
 // groups in flight times the columns each filters in parallel).

@@ -177,20 +177,41 @@ func (f *columnFilter) compressOut(off int64, src []byte) error {
 }
 
 // reserve makes room for n more bytes in the output buffer of the chunk, now at the page at
-// chunk offset off. A new buffer (from pageBuffers) has room for the rest of the chunk rewritten
-// at about its size: one buffer per chunk rather than doublings that copy and fault in fresh
-// memory each time.
+// chunk offset off. A new buffer (from pageBuffers) also has room for what the rest of the chunk
+// is expected to produce: one buffer per chunk rather than doublings that copy and fault in fresh
+// memory each time, and not a chunk's worth for a chunk with few touched pages.
 func (f *columnFilter) reserve(off int64, n int) {
-	if b := f.out.buf; b != nil && cap(*b)-len(*b) >= n {
+	b := f.out.buf
+	if b != nil && cap(*b)-len(*b) >= n {
 		return
 	}
-	rest := int(max(0, f.r.n-off))
-	nb := pageBuffers.get(n + rest + rest/16)
-	if b := f.out.buf; b != nil {
+	size := n + f.restEstimate(off)
+	if b != nil {
+		size = max(size+len(*b), 2*cap(*b))
+	}
+	nb := pageBuffers.get(size)
+	if b != nil {
 		*nb = append(*nb, *b...)
 		pageBuffers.Put(b)
 	}
 	f.out.buf = nb
+}
+
+// restEstimate returns about how many bytes the pages from chunk offset off on produce: the rest
+// of the chunk (and a sixteenth) in the share of its pages that hold a deleted row, taking every
+// page to hold as many rows as the current one.
+func (f *columnFilter) restEstimate(off int64) int {
+	rest := max(0, f.r.n-off)
+	n := max(1, f.pageRows)
+	first := f.row - f.pageRows // the current page's first row
+	pages := max(1, (f.rows-first+n-1)/n)
+	touched, last := int64(0), int64(-1)
+	for _, d := range f.deleted[f.pageDel:] {
+		if p := (int64(d) - first) / n; p != last {
+			touched, last = touched+1, p
+		}
+	}
+	return int(min(rest, rest*touched/pages) * 17 / 16)
 }
 
 // openPage starts a produced page for the source page at chunk offset off, whose uncompressed

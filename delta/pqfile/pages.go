@@ -59,6 +59,10 @@ type columnFilter struct {
 	win     []byte  // source bytes of the chunk from winOff, in s.win
 	winOff  int64
 	hdrRoom int // room left for the next produced page's header: the last one's size
+	// pageRows and pageDel are the rows of the data page being handled and the index in deleted
+	// of its first deleted row (or of the next one).
+	pageRows int64
+	pageDel  int
 }
 
 // corrupt returns an ErrCorrupt error naming the column and the page at chunk offset off.
@@ -132,6 +136,7 @@ func (f *columnFilter) dataPage(off, hl int64, h *format.PageHeader, whole byteR
 	lo := sort.Search(len(f.deleted), func(k int) bool { return f.deleted[k] >= uint64(f.row) })
 	hi := lo + sort.Search(len(f.deleted)-lo, func(k int) bool { return f.deleted[lo+k] >= uint64(f.row+n) })
 	dels, first := f.deleted[lo:hi], uint64(f.row)
+	f.pageRows, f.pageDel = n, lo
 	f.row += n
 	switch {
 	case len(dels) == int(n) && n > 0:
