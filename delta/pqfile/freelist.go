@@ -13,8 +13,8 @@ import (
 
 // bufList keeps released byte buffers for reuse, at most maxBufs of them and maxBytes of
 // capacity in all. A buffer is handed to one caller at a time: get removes it from the list, and
-// Put ignores a buffer already in it, so a buffer released twice is still handed out once. It is
-// safe for concurrent use.
+// Put ignores a buffer already in it, so a buffer released twice before anyone took it is still
+// handed out once. It is safe for concurrent use.
 type bufList struct {
 	maxBufs  int
 	maxBytes int
