@@ -4,7 +4,47 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"time"
 )
+
+// idleRelease is how long a free list keeps its values without any get or put: a mount that
+// rewrote one large file does not hold the buffers for the rest of its life.
+const idleRelease = 30 * time.Second
+
+// idleClock calls release once no touch happened for its period (idleRelease when zero). Its
+// zero value is ready.
+type idleClock struct {
+	period time.Duration
+	last   time.Time   // guarded by the owner's mutex
+	timer  *time.Timer // guarded by the owner's mutex; nil when not armed
+}
+
+func (c *idleClock) after() time.Duration {
+	if c.period > 0 {
+		return c.period
+	}
+	return idleRelease
+}
+
+// touch records a use and arms the timer; the owner's mutex must be held. release runs on the
+// timer's goroutine and must take that mutex and call expired.
+func (c *idleClock) touch(release func()) {
+	c.last = time.Now()
+	if c.timer == nil {
+		c.timer = time.AfterFunc(c.after(), release)
+	}
+}
+
+// expired reports, with the owner's mutex held, whether the list has been idle for its period;
+// if not, it re-arms the timer for the rest of the time.
+func (c *idleClock) expired() bool {
+	if rest := c.after() - time.Since(c.last); rest > 0 {
+		c.timer.Reset(rest)
+		return false
+	}
+	c.timer = nil
+	return true
+}
 
 // Free lists that, unlike sync.Pool (emptied by every garbage collection), keep a bounded amount
 // of memory across collections. The page filter's buffers are large (a column chunk's output,
@@ -22,6 +62,17 @@ type bufList struct {
 	mu    sync.Mutex
 	bufs  []*[]byte // guarded by mu
 	bytes int       // capacity of bufs, guarded by mu
+	idle  idleClock // guarded by mu
+}
+
+// releaseIdle drops every kept buffer once the list was unused for idleRelease.
+func (l *bufList) releaseIdle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.idle.expired() {
+		clear(l.bufs)
+		l.bufs, l.bytes = l.bufs[:0], 0
+	}
 }
 
 // get returns an empty buffer of capacity at least n: the smallest kept one that is large
@@ -29,6 +80,7 @@ type bufList struct {
 func (l *bufList) get(n int) *[]byte {
 	n = sizeClass(n)
 	l.mu.Lock()
+	l.idle.touch(l.releaseIdle)
 	best := -1
 	for i, b := range l.bufs {
 		if c := cap(*b); c >= n && c/2 <= n && (best < 0 || c < cap(*l.bufs[best])) {
@@ -67,6 +119,7 @@ func (l *bufList) Put(b *[]byte) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.idle.touch(l.releaseIdle)
 	if slices.Contains(l.bufs, b) {
 		return
 	}
@@ -85,13 +138,25 @@ type freeList[T comparable] struct {
 	max int
 
 	mu    sync.Mutex
-	items []T // guarded by mu
+	items []T       // guarded by mu
+	idle  idleClock // guarded by mu
+}
+
+// releaseIdle drops every kept value once the list was unused for idleRelease.
+func (l *freeList[T]) releaseIdle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.idle.expired() {
+		clear(l.items)
+		l.items = l.items[:0]
+	}
 }
 
 // get returns a kept value, or the zero value and false when there is none.
 func (l *freeList[T]) get() (T, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.idle.touch(l.releaseIdle)
 	var zero T
 	if len(l.items) == 0 {
 		return zero, false
@@ -106,6 +171,7 @@ func (l *freeList[T]) get() (T, bool) {
 func (l *freeList[T]) put(x T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.idle.touch(l.releaseIdle)
 	if len(l.items) < l.max && !slices.Contains(l.items, x) {
 		l.items = append(l.items, x)
 	}

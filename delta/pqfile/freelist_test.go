@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestBufListReuse: get takes the smallest kept buffer that fits (not one more than twice the
@@ -121,5 +122,46 @@ func TestSizeClass(t *testing.T) {
 		if c < n || (n > 4096 && c-n > n/8) {
 			t.Errorf("sizeClass(%d) = %d", n, c)
 		}
+	}
+}
+
+// TestFreeListsReleaseWhenIdle: buffers and values kept by the free lists are dropped once the
+// lists are unused for their idle period, and kept while they are used.
+func TestFreeListsReleaseWhenIdle(t *testing.T) {
+	idle := idleClock{period: 100 * time.Millisecond}
+	bl := &bufList{maxBufs: 4, maxBytes: 1 << 20, idle: idle}
+	bl.Put(bl.get(1000))
+	fl := &freeList[*int]{max: 2, idle: idle}
+	fl.put(new(int))
+	kept := func() (int, int) {
+		bl.mu.Lock()
+		fl.mu.Lock()
+		defer bl.mu.Unlock()
+		defer fl.mu.Unlock()
+		return len(bl.bufs), len(fl.items)
+	}
+	for range 4 { // used every 40 ms: nothing is dropped
+		time.Sleep(40 * time.Millisecond)
+		bl.Put(bl.get(1000))
+		x, _ := fl.get()
+		fl.put(x)
+	}
+	if b, v := kept(); b != 1 || v != 1 {
+		t.Fatalf("while in use: %d buffers and %d values kept, want 1 and 1", b, v)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if b, v := kept(); b == 0 && v == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, v := kept()
+			t.Fatalf("idle for 5 s: %d buffers and %d values still kept", b, v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	bl.Put(bl.get(1000)) // usable again after the release
+	if b, _ := kept(); b != 1 {
+		t.Fatalf("after the release: %d buffers kept, want 1", b)
 	}
 }
