@@ -107,12 +107,6 @@ func startThrottle(target string, rate float64, latency time.Duration) (*throttl
 
 func (t *throttle) addr() string { return t.l.Addr().String() }
 
-// close stops accepting; connections in use end with their peers.
-func (t *throttle) close() {
-	t.l.Close()
-	t.wg.Wait()
-}
-
 func (t *throttle) serve() {
 	for {
 		c, err := t.l.Accept()

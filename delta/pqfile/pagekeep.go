@@ -22,7 +22,7 @@ func (f *columnFilter) keepValues(off int64, dst []byte, pd *pageData, runs []ru
 			return f.keepByteArrays(off, dst, pd, runs)
 		}
 		return f.keepFixed(off, dst, pd, runs)
-	case format.PlainDictionary, format.RLEDictionary:
+	case legacyDictionary, format.RLEDictionary: // PLAIN_DICTIONARY, deprecated, still in v1 pages
 		if f.leaf.typ != format.Boolean {
 			return f.keepIndexes(off, dst, pd, runs, nonNull)
 		}
