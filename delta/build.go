@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // build reconstructs the snapshot of one version: find its log segment,
@@ -32,7 +33,11 @@ func (t *Table) build(ctx context.Context, v int64, hint *logListing) (*Snapshot
 			}
 			return nil, t.wrap(v, err)
 		}
-		return t.replayOnto(ctx, seg, l, base, baseV)
+		snap, err := t.replayOnto(ctx, seg, l, base, baseV)
+		if err == nil {
+			snap.segment = seg
+		}
+		return snap, err
 	}
 }
 
@@ -132,7 +137,11 @@ func (t *Table) segmentOf(ctx context.Context, v int64, hint *logListing) (*LogS
 		t.mu.Lock()
 		bad := cloneBad(t.bad)
 		t.mu.Unlock()
-		if seg, err := hint.segment(v, bad); err == nil {
+		seg, err := hint.segment(v, bad)
+		if errors.Is(err, errNeedEarlier) {
+			seg, err = t.extendLatest(hint, v, bad)
+		}
+		if err == nil {
 			if hint.from == 0 {
 				t.rememberFull(hint)
 			}
@@ -140,6 +149,31 @@ func (t *Table) segmentOf(ctx context.Context, v int64, hint *logListing) (*LogS
 		}
 	}
 	return t.findSegment(ctx, v)
+}
+
+// extendLatest returns v's segment as the latest snapshot's segment plus the
+// commits of hint, a listing that starts right after the latest version (a
+// refresh): no checkpoint was written since, so the segment keeps the
+// latest's checkpoint. It fails (the caller then lists) when there is no such
+// snapshot, its checkpoint went bad, or hint's commits are not contiguous.
+func (t *Table) extendLatest(hint *logListing, v int64, bad map[int64]bool) (*LogSegment, error) {
+	t.mu.Lock()
+	prev := t.latest
+	t.mu.Unlock()
+	if prev == nil || prev.segment == nil || hint.from != prev.version+1 || v <= prev.version ||
+		bad[prev.segment.CheckpointVersion] {
+		return nil, errNeedEarlier
+	}
+	seg := &LogSegment{Version: v, CheckpointVersion: prev.segment.CheckpointVersion, Checkpoint: prev.segment.Checkpoint}
+	seg.Commits = slices.Clone(prev.segment.Commits)
+	for c := hint.from; c <= v; c++ {
+		f, ok := hint.commits[c]
+		if !ok {
+			return nil, errNeedEarlier
+		}
+		seg.Commits = append(seg.Commits, f)
+	}
+	return seg, nil
 }
 
 // findSegment lists the log around v and returns v's segment. It starts

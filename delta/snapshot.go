@@ -21,6 +21,7 @@ type Snapshot struct {
 	files      []*Add    // live files in log order
 	timestamp  time.Time // commit time of this version (ICT or commit file mtime)
 	commitInfo json.RawMessage
+	segment    *LogSegment // the log files it was built from; set by build, read-only after
 
 	schemaOnce sync.Once
 	schema     *StructType
