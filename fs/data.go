@@ -35,8 +35,18 @@ func (d *dataSource) Open(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 		return openLocal(dir, f.Key)
 	}
 	obj := d.cache.Object(cacheSource{t}, objectKey(t, f.Key), f.Add.Size, objectVersion(f.Add))
+	// Every Parquet reader starts at the footer: fetch the file's tail in
+	// the background now, so that it is on its way (or in memory) when the
+	// first read asks for it. A sequential reader from offset 0 gets its
+	// own fetch at once, in parallel.
+	obj.Prefetch(ctx, f.Add.Size-footerPrefetch, footerPrefetch)
 	return &objectContent{obj: obj}, nil
 }
+
+// footerPrefetch is how much of a remote data file's tail is fetched when
+// it is opened: enough for the footers of most files (a block-aligned fetch
+// of the last block covers more).
+const footerPrefetch = 64 << 10
 
 // objectKey names a data object uniquely across all the mount's stores:
 // the block cache is shared by every table of the mount.

@@ -109,6 +109,7 @@ type s3Request struct {
 	key        string // object key, or the LIST prefix
 	startAfter string
 	keys       []string // keys a LIST returned
+	rng        string   // a GET's Range header
 }
 
 func newCountingProxy(t *testing.T, target string) *countingProxy {
@@ -136,7 +137,7 @@ func (p *countingProxy) record(resp *http.Response) error {
 	req := resp.Request
 	q := req.URL.Query()
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
-	r := s3Request{op: req.Method, key: key}
+	r := s3Request{op: req.Method, key: key, rng: req.Header.Get("Range")}
 	if req.Method == http.MethodGet && key == "" && bucket != "" {
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
