@@ -15,25 +15,8 @@ func benchSeq(o options, srv *s3Server) ([]section, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := srv.open("seq/t")
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	var get, cold, warm []readTimes
-	for range o.trials {
-		g, err := readGET(st, name, o.objBytes)
-		if err != nil {
-			return nil, err
-		}
-		c, w, err := mountReads(o.work, o.objBytes, srv.url("seq/t"), name)
-		if err != nil {
-			return nil, err
-		}
-		get, cold, warm = append(get, g), append(cold, c), append(warm, w)
-	}
 	title := fmt.Sprintf("sequential read of a %d MiB object in S3 (versitygw on loopback; median of %d)", o.objBytes>>20, o.trials)
-	return seqSections(title, o.objBytes, get, cold, warm), nil
+	return seqTrials(o, srv, "seq/t", name, o.objBytes, title)
 }
 
 // benchWAN is benchSeq through a throttle: the same object, read through
@@ -49,27 +32,33 @@ func benchWAN(o options, srv *s3Server) ([]section, error) {
 		return nil, err
 	}
 	defer th.stop()
-	far := &s3Server{addr: th.addr}
-	st, err := far.open("wan/t")
+	title := fmt.Sprintf("sequential read of a %d MiB object in S3 behind a throttle (%s to first byte, %d MiB/s per connection; median of %d)",
+		o.wanBytes>>20, o.latency, o.streamMiBs, o.trials)
+	return seqTrials(o, &s3Server{addr: th.addr}, "wan/t", name, o.wanBytes, title)
+}
+
+// seqTrials reads object name (size bytes) of the table at path of srv
+// o.trials times, with one ranged GET and through a fresh mount in each
+// trial, and returns the sections of their medians.
+func seqTrials(o options, srv *s3Server, path, name string, size int64, title string) ([]section, error) {
+	st, err := srv.open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
 	var get, cold, warm []readTimes
 	for range o.trials {
-		g, err := readGET(st, name, o.wanBytes)
+		g, err := readGET(st, name, size)
 		if err != nil {
 			return nil, err
 		}
-		c, w, err := mountReads(o.work, o.wanBytes, far.url("wan/t"), name)
+		c, w, err := mountReads(o.work, size, srv.url(path), name)
 		if err != nil {
 			return nil, err
 		}
 		get, cold, warm = append(get, g), append(cold, c), append(warm, w)
 	}
-	title := fmt.Sprintf("sequential read of a %d MiB object in S3 behind a throttle (%s to first byte, %d MiB/s per connection; median of %d)",
-		o.wanBytes>>20, o.latency, o.streamMiBs, o.trials)
-	return seqSections(title, o.wanBytes, get, cold, warm), nil
+	return seqSections(title, size, get, cold, warm), nil
 }
 
 // mountReads reads the object twice through a fresh mount, after a stat
