@@ -76,18 +76,7 @@ func benchFile(b *testing.B, dir string, size int64) (string, []int64, int64) {
 // output (only re-encoded chunks and the footer are written). Each sub-benchmark reports MB/s of source bytes and
 // x-copy, its time over the copy's time. DELTAFS_BENCH_LARGE=1 uses 256 MiB instead of 32 MiB.
 func BenchmarkRewrite(b *testing.B) {
-	size := int64(32 << 20)
-	if os.Getenv("DELTAFS_BENCH_LARGE") == "1" {
-		size = 256 << 20
-	}
-	path, firsts, _ := benchFile(b, b.TempDir(), size)
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	size = st.Size()
+	f, size, firsts, _ := openBenchFile(b)
 	some := func(groups ...int) *roaring64.Bitmap {
 		del := roaring64.New()
 		for _, g := range groups {
@@ -141,6 +130,27 @@ func BenchmarkRewrite(b *testing.B) {
 			b.ReportMetric(float64(time.Since(start))/float64(b.N)/float64(copyTime), "x-copy")
 		})
 	}
+}
+
+// openBenchFile writes the benchmarks' file (32 MiB, 256 MiB with DELTAFS_BENCH_LARGE=1) and
+// opens it for the benchmark's duration; it returns its size, the first row of each row group
+// and the row count.
+func openBenchFile(b *testing.B) (f *os.File, size int64, firsts []int64, rows int64) {
+	size = 32 << 20
+	if os.Getenv("DELTAFS_BENCH_LARGE") == "1" {
+		size = 256 << 20
+	}
+	path, firsts, rows := benchFile(b, b.TempDir(), size)
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f, st.Size(), firsts, rows
 }
 
 func copyFile(b *testing.B, f *os.File, size int64) {

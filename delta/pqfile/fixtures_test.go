@@ -59,7 +59,16 @@ func dataFiles(t *testing.T, table string, max int) []string {
 }
 
 func TestRewriteFixtures(t *testing.T) {
-	for _, name := range fixtureTables {
+	forFixtureDeletions(t, fixtureTables, func(t *testing.T, src []byte, dc deletionCase) {
+		out, p := rewrite(t, src, dc.del, nil)
+		checkOutput(t, src, out, dc.del, p, true)
+	})
+}
+
+// forFixtureDeletions runs check, as a subtest, on up to 3 data files of each of the fixture
+// tables with each of their deletion cases.
+func forFixtureDeletions(t *testing.T, tables []string, check func(t *testing.T, src []byte, dc deletionCase)) {
+	for _, name := range tables {
 		t.Run(name, func(t *testing.T) {
 			table := testenv.Fixture(t, name)
 			for fi, path := range dataFiles(t, table, 3) {
@@ -69,10 +78,7 @@ func TestRewriteFixtures(t *testing.T) {
 				}
 				firsts, n := rowGroupBounds(t, src)
 				for _, dc := range deletionCases(firsts, n, uint64(fi)) {
-					t.Run(filepath.Base(path)+"/"+dc.name, func(t *testing.T) {
-						out, p := rewrite(t, src, dc.del, nil)
-						checkOutput(t, src, out, dc.del, p, true)
-					})
+					t.Run(filepath.Base(path)+"/"+dc.name, func(t *testing.T) { check(t, src, dc) })
 				}
 			}
 		})

@@ -15,18 +15,7 @@ import (
 // rows: one page per column touched) or dense (every 10th row, as mountbench: every page
 // touched), in 1 or all 8 row groups. x-copy is the time over a plain copy of the file.
 func BenchmarkRewritePageFilter(b *testing.B) {
-	size := int64(32 << 20)
-	if os.Getenv("DELTAFS_BENCH_LARGE") == "1" {
-		size = 256 << 20
-	}
-	path, firsts, n := benchFile(b, b.TempDir(), size)
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	size = st.Size()
+	f, size, firsts, n := openBenchFile(b)
 	copyTime := timeCopy(b, f, size)
 	for _, c := range pageFilterBenchCases(firsts, n) {
 		for _, path := range []string{"pagefilter", "parquet-go"} {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,8 +16,6 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
-
-	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 type flatInner struct {
@@ -360,28 +356,14 @@ var flatFixtureTables = []string{
 }
 
 func TestPageFilterFixtures(t *testing.T) {
-	for _, name := range flatFixtureTables {
-		t.Run(name, func(t *testing.T) {
-			table := testenv.Fixture(t, name)
-			for fi, path := range dataFiles(t, table, 3) {
-				src, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				firsts, n := rowGroupBounds(t, src)
-				for _, dc := range deletionCases(firsts, n, uint64(fi)) {
-					t.Run(filepath.Base(path)+"/"+dc.name, func(t *testing.T) {
-						seen := observe(t)
-						out, p := rewrite(t, src, dc.del, nil)
-						checkOutput(t, src, out, dc.del, p, true)
-						checkFooterCounts(t, out)
-						checkPageCRCs(t, out)
-						if slices.Contains(p.Actions(), Reencode) {
-							checkFastPath(t, p, seen())
-						}
-					})
-				}
-			}
-		})
-	}
+	forFixtureDeletions(t, flatFixtureTables, func(t *testing.T, src []byte, dc deletionCase) {
+		seen := observe(t)
+		out, p := rewrite(t, src, dc.del, nil)
+		checkOutput(t, src, out, dc.del, p, true)
+		checkFooterCounts(t, out)
+		checkPageCRCs(t, out)
+		if slices.Contains(p.Actions(), Reencode) {
+			checkFastPath(t, p, seen())
+		}
+	})
 }
