@@ -58,11 +58,11 @@ func rowTrackingDomain(hwm int64) *delta.DomainMetadata {
 	}
 }
 
-// clusteringColumns returns the lower-cased dotted logical paths of the
-// table's clustering columns (the delta.clustering domain lists physical
-// paths), so that they always get statistics.
-func clusteringColumns(snap *delta.Snapshot, schema *delta.StructType) map[string]bool {
-	out := map[string]bool{}
+// clusteringColumns maps the lower-cased dotted logical paths of the
+// table's clustering columns to their physical paths (the delta.clustering
+// domain lists physical paths), so that they always get statistics.
+func clusteringColumns(snap *delta.Snapshot, schema *delta.StructType) map[string][]string {
+	out := map[string][]string{}
 	d, ok := snap.Domain(domainClustering)
 	if !ok || d.Removed {
 		return out
@@ -76,7 +76,7 @@ func clusteringColumns(snap *delta.Snapshot, schema *delta.StructType) map[strin
 	nm := delta.NewNameMap(schema, snap.Metadata().ColumnMapping())
 	for _, phys := range cfg.Columns {
 		if logical, ok := nm.LogicalPath(phys); ok {
-			out[strings.ToLower(dotted(logical))] = true
+			out[strings.ToLower(dotted(logical))] = phys
 		}
 	}
 	return out

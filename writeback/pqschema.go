@@ -1,11 +1,13 @@
 package writeback
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/pqfile"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -22,6 +24,9 @@ type pqFile struct {
 	pf   *parquet.File
 	meta *format.FileMetaData
 	root *pqNode
+	// nullKnown[rg][col]: the chunk's footer statistics have a null_count
+	// (an absent one decodes as 0 and proves nothing).
+	nullKnown [][]bool
 }
 
 // pqNode is one element of a Parquet schema, with the tree shape the
@@ -93,7 +98,26 @@ func openParquet(path, display string) (p *pqFile, err error) {
 	if err != nil {
 		return nil, invalidf("%s: bad Parquet schema: %v", display, err)
 	}
-	return &pqFile{f: f, size: fi.Size(), pf: pf, meta: pf.Metadata(), root: root}, nil
+	known, err := nullCountsKnown(f, fi.Size(), pf.Metadata())
+	if err != nil {
+		return nil, invalidf("%s: not a readable Parquet file: %v", display, err)
+	}
+	return &pqFile{f: f, size: fi.Size(), pf: pf, meta: pf.Metadata(), root: root, nullKnown: known}, nil
+}
+
+// nullCountsKnown reads the encoded footer (its length was checked by
+// delta.CheckParquetFooter) and tells which chunks state their nulls.
+func nullCountsKnown(r io.ReaderAt, size int64, meta *format.FileMetaData) ([][]bool, error) {
+	var tail [8]byte
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return nil, err
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	footer := make([]byte, n)
+	if _, err := r.ReadAt(footer, size-8-n); err != nil {
+		return nil, err
+	}
+	return pqfile.NullCountsKnown(footer, meta)
 }
 
 func (p *pqFile) Close() error { return p.f.Close() }

@@ -72,7 +72,10 @@ func (c *Committer) prepare(snap *delta.Snapshot, f File) (*prepared, error) {
 	}
 	p.codec = codecName(pq.meta)
 	p.numRecords = pq.meta.NumRows
-	p.stats = buildStats(pq.meta, sc.leaves, statsSelector(snap, schema, partCols), stringPrefix(m))
+	p.stats, err = buildStats(pq, sc.leaves, statsSelector(snap, schema, partCols), stringPrefix(m), display)
+	if err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -164,32 +167,36 @@ func codecName(meta *format.FileMetaData) string {
 	return ""
 }
 
-// checkNoNulls refuses nulls in optional Parquet nodes that hold
-// non-nullable values. Footer null counts of 0 prove there are none;
-// otherwise the definition levels of the node's first leaf are scanned.
+// checkNoNulls refuses nulls where the table says a value cannot be null.
+// A node reached through structs only is null in a row whose definition
+// level at its first leaf is below nn.minDef (itself or a parent null:
+// Spark refuses a null parent of a non-nullable field too); inside a list
+// or map only a null at the node itself counts (level nn.minDef-1). A
+// footer null_count of 0 proves there are none, but only when the footer
+// states it; otherwise the definition levels are scanned.
 func checkNoNulls(pq *pqFile, nodes []nonNullNode, display string) error {
 	for _, nn := range nodes {
 		leaf := nn.node.firstLeaf()
 		for i, rg := range pq.pf.RowGroups() {
 			cm := &pq.meta.RowGroups[i].Columns[leaf.leaf].MetaData
-			if statsPresent(cm) && cm.Statistics.NullCount == 0 {
+			if pq.nullKnown[i][leaf.leaf] && cm.Statistics.NullCount == 0 {
 				continue
 			}
-			found, err := hasDefLevel(rg.ColumnChunks()[leaf.leaf], nn.node.def-1)
+			found, err := hasDefLevel(rg.ColumnChunks()[leaf.leaf], nn.nullAt)
 			if err != nil {
 				return invalidf("%s: read column %s: %v", display, nn.path, err)
 			}
 			if found {
-				return invalidf("%s: column %s is not nullable in the table but holds nulls", display, nn.path)
+				return invalidf("%s: column %s is not nullable in the table but holds nulls%s", display, nn.path, nn.why)
 			}
 		}
 	}
 	return nil
 }
 
-// hasDefLevel reports whether any value of the chunk has definition level
-// def exactly.
-func hasDefLevel(cc parquet.ColumnChunk, def int) (found bool, err error) {
+// hasDefLevel reports whether any value of the chunk has a definition
+// level for which null says true.
+func hasDefLevel(cc parquet.ColumnChunk, null func(def int) bool) (found bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("decode pages: %v", r)
@@ -205,12 +212,16 @@ func hasDefLevel(cc parquet.ColumnChunk, def int) (found bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		levels := pg.DefinitionLevels()
-		parquet.Release(pg)
-		for _, l := range levels {
-			if int(l) == def {
-				return true, nil
+		found := false
+		for _, l := range pg.DefinitionLevels() {
+			if null(int(l)) {
+				found = true
+				break
 			}
+		}
+		parquet.Release(pg)
+		if found {
+			return true, nil
 		}
 	}
 }
@@ -219,15 +230,16 @@ func hasDefLevel(cc parquet.ColumnChunk, def int) (found bool, err error) {
 // delta.dataSkippingStatsColumns when set, else the first
 // delta.dataSkippingNumIndexedCols (default 32, -1 = all) leaves of the
 // data schema; clustering columns always.
-func statsSelector(snap *delta.Snapshot, schema *delta.StructType, partCols map[string]bool) func([]string) bool {
+func statsSelector(snap *delta.Snapshot, schema *delta.StructType, partCols map[string]bool) statSelection {
 	m := snap.Metadata()
-	clustering := clusteringColumns(snap, schema)
+	sel := statSelection{clustering: clusteringColumns(snap, schema)}
 	if list := strings.TrimSpace(m.Configuration[configStatsColumns]); list != "" {
 		var prefixes [][]string
 		for _, col := range strings.Split(list, ",") {
 			prefixes = append(prefixes, splitColumnPath(strings.TrimSpace(col)))
 		}
-		return func(p []string) bool { return hasPrefix(p, prefixes) || clustering[strings.ToLower(dotted(p))] }
+		sel.selected = func(p []string) bool { return hasPrefix(p, prefixes) }
+		return sel
 	}
 	n := defaultNumIndexed
 	if v, err := strconv.Atoi(strings.TrimSpace(m.Configuration[configNumIndexed])); err == nil {
@@ -253,10 +265,8 @@ func statsSelector(snap *delta.Snapshot, schema *delta.StructType, partCols map[
 		}
 	}
 	walk(schema, nil)
-	return func(p []string) bool {
-		k := strings.ToLower(dotted(p))
-		return first[k] || clustering[k]
-	}
+	sel.selected = func(p []string) bool { return first[strings.ToLower(dotted(p))] }
+	return sel
 }
 
 // splitColumnPath splits "a.b" or "`a.b`.c" into its parts, lower-cased.

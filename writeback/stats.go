@@ -34,59 +34,103 @@ type fileStats struct {
 	NullCount  map[string]any `json:"nullCount,omitempty"`
 }
 
-// buildStats computes the statistics of a validated file from its footer:
-// numRecords always; min, max and nullCount for the selected leaves.
-func buildStats(meta *format.FileMetaData, leaves []statLeaf, selected func([]string) bool, prefixLen int) string {
-	st := fileStats{NumRecords: meta.NumRows, MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]any{}}
+// statSelection is which leaves get statistics: selected by the table's
+// statistics properties, plus the clustering columns, which must have
+// statistics in every add [§Clustered Table]. Both are keyed by the
+// lower-cased dotted logical path; clustering holds the physical path.
+type statSelection struct {
+	selected   func(logical []string) bool
+	clustering map[string][]string
+}
+
+// buildStats computes the statistics of a validated file: numRecords
+// always; nullCount, min and max for the selected leaves, each only where
+// it is exact (timestamps truncated to milliseconds and strings to
+// prefixLen characters as the protocol says). The footer is used where it
+// proves a leaf's statistics (footerAgg); other leaves are computed from
+// their values. A clustering column whose bounds cannot be written
+// refuses the file.
+func buildStats(pq *pqFile, leaves []statLeaf, sel statSelection, prefixLen int, display string) (string, error) {
+	st := fileStats{NumRecords: pq.meta.NumRows, MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]any{}}
+	seen := map[string]bool{}
 	for _, l := range leaves {
-		if !selected(l.logical) {
+		key := strings.ToLower(dotted(l.logical))
+		_, clustering := sel.clustering[key]
+		if !sel.selected(l.logical) && !clustering {
 			continue
 		}
-		agg := aggregateLeaf(meta, l)
-		if agg.nullsKnown {
-			setPath(st.NullCount, l.physical, agg.nulls)
+		seen[key] = true
+		agg, ok := footerAgg(pq, l)
+		if !ok {
+			var err error
+			if agg, err = scanLeaf(pq, l); err != nil {
+				return "", invalidf("%s: read column %s for its statistics: %v", display, dotted(l.logical), err)
+			}
 		}
-		if !agg.minMaxKnown || agg.min == nil {
-			continue
+		setPath(st.NullCount, l.physical, agg.nulls)
+		if !minMaxEligible(l) || agg.min == nil {
+			continue // no bounds for the type, or all null
 		}
 		lo, hi, ok := encodeBounds(l, agg.min, agg.max, prefixLen)
-		if ok {
+		if ok && !agg.nan {
 			setPath(st.MinValues, l.physical, lo)
 			setPath(st.MaxValues, l.physical, hi)
+		} else if clustering {
+			return "", invalidf("%s: clustering column %s needs statistics, but its values have no exact bounds in the statistics format (NaN, infinity, invalid UTF-8 or an untruncatable string)",
+				display, dotted(l.logical))
+		}
+	}
+	for key, phys := range sel.clustering {
+		if !seen[key] { // a nullable column missing from the file: all null
+			setPath(st.NullCount, phys, pq.meta.NumRows)
 		}
 	}
 	b, _ := json.Marshal(st) // maps of strings, numbers and json.Number only
-	return string(b)
+	return string(b), nil
 }
 
-// leafAgg is a leaf's footer statistics over all row groups.
+// leafAgg is a leaf's statistics over all row groups. Invariant: min and
+// max are nil together (no non-null value, or a type without bounds).
 type leafAgg struct {
-	nulls       int64
-	nullsKnown  bool
-	min, max    []byte // Parquet plain-encoded bounds; nil when all null
-	minMaxKnown bool
+	nulls    int64
+	min, max []byte // Parquet plain-encoded bounds
+	nan      bool   // a float or double NaN was seen (min and max exclude it)
 }
 
-func aggregateLeaf(meta *format.FileMetaData, l statLeaf) leafAgg {
-	agg := leafAgg{nullsKnown: true, minMaxKnown: minMaxEligible(l)}
-	for i := range meta.RowGroups {
-		rg := &meta.RowGroups[i]
-		if l.node.leaf >= len(rg.Columns) {
-			return leafAgg{}
+// footerAgg returns a leaf's statistics from the footer when the footer
+// proves them; ok false when it does not and the values must be read:
+// a chunk without statistics or without null_count (a decoder reads an
+// absent null_count as 0), a float or double leaf (writers leave NaN out
+// of min/max, Spark orders NaN above every number), bounds missing from a
+// chunk holding values, or bounds written in an order other than the
+// type's own (no TypeDefinedOrder).
+func footerAgg(pq *pqFile, l statLeaf) (agg leafAgg, ok bool) {
+	bounds := minMaxEligible(l)
+	if bounds {
+		switch l.node.el.Type.V {
+		case format.Float, format.Double:
+			return leafAgg{}, false
+		}
+		if l.node.leaf >= len(pq.meta.ColumnOrders) {
+			return leafAgg{}, false
+		}
+		if _, typed := pq.meta.ColumnOrders[l.node.leaf].Value.(*format.TypeDefinedOrder); !typed {
+			return leafAgg{}, false
+		}
+	}
+	for i := range pq.meta.RowGroups {
+		rg := &pq.meta.RowGroups[i]
+		if l.node.leaf >= len(rg.Columns) || !pq.nullKnown[i][l.node.leaf] {
+			return leafAgg{}, false
 		}
 		cm := &rg.Columns[l.node.leaf].MetaData
 		s := &cm.Statistics
-		if !statsPresent(cm) {
-			agg.nullsKnown, agg.minMaxKnown = false, false
-			continue
-		}
 		agg.nulls += s.NullCount
-		if s.NullCount >= cm.NumValues {
-			continue // all null: no bounds in this row group
+		if !bounds || s.NullCount >= cm.NumValues {
+			continue // no bounds wanted, or all null: none in this row group
 		}
 		if s.MinValue == nil || s.MaxValue == nil {
-			agg.minMaxKnown = false
-			continue
+			return leafAgg{}, false
 		}
 		if agg.min == nil || compareBound(l, s.MinValue, agg.min) < 0 {
 			agg.min = s.MinValue
@@ -95,15 +139,7 @@ func aggregateLeaf(meta *format.FileMetaData, l statLeaf) leafAgg {
 			agg.max = s.MaxValue
 		}
 	}
-	return agg
-}
-
-// statsPresent tells footer statistics apart from an absent Statistics
-// struct, which decodes as all zero (null_count 0 would then be a lie).
-// A writer that writes min_value/max_value also writes null_count.
-func statsPresent(cm *format.ColumnMetaData) bool {
-	s := &cm.Statistics
-	return cm.NumValues == 0 || s.MinValue != nil || s.MaxValue != nil || s.NullCount > 0
+	return agg, true
 }
 
 // minMaxEligible: Spark collects min/max for numeric, date, timestamp and
@@ -261,7 +297,7 @@ func encodeFloat(t format.Type, v []byte) (any, bool) {
 		}
 		f = math.Float64frombits(le64(v))
 	}
-	if math.IsNaN(f) || math.IsInf(f, 0) {
+	if math.IsNaN(f) || math.IsInf(f, 0) { // no exact JSON number for them
 		return nil, false
 	}
 	return json.Number(strconv.FormatFloat(f, 'g', -1, bits)), true

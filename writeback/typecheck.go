@@ -29,11 +29,34 @@ type renameTo struct {
 	hasID bool
 }
 
-// nonNullNode is an optional Parquet node that holds a non-nullable Delta
-// value: a value whose definition level is exactly def-1 is a null there.
+// nonNullNode is a Parquet node that holds a non-nullable Delta value:
+// a row whose definition level at the node's first leaf makes nullAt true
+// breaks the constraint.
 type nonNullNode struct {
-	node *pqNode
-	path string // logical, for messages
+	node   *pqNode
+	path   string // logical, for messages
+	nullAt func(def int) bool
+	why    string // added to the message
+}
+
+// nullHere is the check for a node inside a list or map: only a null at
+// the node itself (definition level exactly def-1) is one; an empty or
+// null container above it holds no value at all.
+func nullHere(n *pqNode, path string) nonNullNode {
+	d := n.def - 1
+	return nonNullNode{node: n, path: path, nullAt: func(def int) bool { return def == d }}
+}
+
+// nullHereOrAbove is the check for a field reached through structs only:
+// Spark evaluates NOT NULL on the field's value, which is null when a
+// parent struct is null too, so any level below the node's counts.
+func nullHereOrAbove(n *pqNode, path []string) nonNullNode {
+	d := n.def
+	nn := nonNullNode{node: n, path: dotted(path), nullAt: func(def int) bool { return def < d }}
+	if len(path) > 1 {
+		nn.why = " (itself or a parent struct is null in some row; Spark refuses both)"
+	}
+	return nn
 }
 
 // statLeaf is a primitive column reachable through structs only: the
@@ -109,8 +132,12 @@ func (c *schemaCheck) checkField(f *delta.StructField, n *pqNode, src, phys []st
 	if n.repeated() {
 		return c.mismatch(fsrc, f.Type, n, "a repeated field (use a LIST)")
 	}
-	if !f.Nullable && n.optional() {
-		c.nonNull = append(c.nonNull, nonNullNode{node: n, path: dotted(fsrc)})
+	switch {
+	case f.Nullable:
+	case viaStructs && n.def > 0: // itself or a parent optional
+		c.nonNull = append(c.nonNull, nullHereOrAbove(n, fsrc))
+	case n.optional():
+		c.nonNull = append(c.nonNull, nullHere(n, dotted(fsrc)))
 	}
 	if viaStructs && n.leaf >= 0 {
 		c.leaves = append(c.leaves, statLeaf{logical: fsrc, physical: fphys, typ: f.Type, node: n})
@@ -154,7 +181,7 @@ func (c *schemaCheck) checkList(t *delta.ArrayType, n *pqNode, src, phys []strin
 	if elem != rep {
 		esrc = appendPath(esrc, elem.name())
 		if !t.ContainsNull && elem.optional() {
-			c.nonNull = append(c.nonNull, nonNullNode{node: elem, path: dotted(src) + ".element"})
+			c.nonNull = append(c.nonNull, nullHere(elem, dotted(src)+".element"))
 		}
 	}
 	return c.checkType(t.ElementType, elemView(elem), esrc, appendPath(phys, "element"), false)
@@ -183,10 +210,10 @@ func (c *schemaCheck) checkMap(t *delta.MapType, n *pqNode, src, phys []string) 
 	}
 	kvsrc := appendPath(src, kv.name())
 	if k.optional() {
-		c.nonNull = append(c.nonNull, nonNullNode{node: k, path: dotted(src) + ".key"})
+		c.nonNull = append(c.nonNull, nullHere(k, dotted(src)+".key"))
 	}
 	if !t.ValueContainsNull && v.optional() {
-		c.nonNull = append(c.nonNull, nonNullNode{node: v, path: dotted(src) + ".value"})
+		c.nonNull = append(c.nonNull, nullHere(v, dotted(src)+".value"))
 	}
 	if err := c.checkType(t.KeyType, k, appendPath(kvsrc, "key"), appendPath(phys, "key"), false); err != nil {
 		return err

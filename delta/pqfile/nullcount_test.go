@@ -116,13 +116,6 @@ func footerEdits(t *testing.T, data []byte) [][]statsEdit {
 	return edits
 }
 
-func editAt(edits [][]statsEdit, rg, col int) statsEdit {
-	if rg >= len(edits) || edits[rg] == nil {
-		return keepStats
-	}
-	return edits[rg][col]
-}
-
 // chunkNulls counts the null values of every column chunk of data.
 func chunkNulls(t *testing.T, data []byte) [][]int64 {
 	t.Helper()
