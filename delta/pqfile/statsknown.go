@@ -41,9 +41,9 @@ type StatsDrop uint8
 
 // The StatsDrop values.
 const (
-	KeepStatistics StatsDrop = iota // leave the chunk's statistics alone
-	DropNullCount                   // remove null_count, keep min_value and max_value
-	DropAllStatistics               // remove the statistics field
+	KeepStatistics    StatsDrop = iota // leave the chunk's statistics alone
+	DropNullCount                      // remove null_count, keep min_value and max_value
+	DropAllStatistics                  // remove the statistics field
 )
 
 // DropStatistics returns the Parquet file data with the statistics of the column chunks of leaf
