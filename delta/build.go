@@ -20,7 +20,7 @@ func (t *Table) build(ctx context.Context, v int64, hint *logListing) (*Snapshot
 		if err != nil {
 			return nil, t.wrap(v, err)
 		}
-		base, baseV, err := t.baseState(ctx, seg)
+		base, baseV, baseKey, err := t.baseState(ctx, seg)
 		if err != nil {
 			if errors.Is(err, ErrCorruptLog) || errors.Is(err, ErrNotExist) {
 				if attempt < 8 && seg.CheckpointVersion >= 0 {
@@ -33,7 +33,7 @@ func (t *Table) build(ctx context.Context, v int64, hint *logListing) (*Snapshot
 			}
 			return nil, t.wrap(v, err)
 		}
-		snap, err := t.replayOnto(ctx, seg, l, base, baseV)
+		snap, err := t.replayOnto(ctx, seg, l, base, baseV, baseKey)
 		if err == nil {
 			snap.segment = seg
 		}
@@ -41,8 +41,12 @@ func (t *Table) build(ctx context.Context, v int64, hint *logListing) (*Snapshot
 	}
 }
 
-// replayOnto applies the segment's commits after baseV to base.
-func (t *Table) replayOnto(ctx context.Context, seg *LogSegment, l *logListing, base *tableState, baseV int64) (*Snapshot, error) {
+// replayOnto applies the segment's commits after baseV to base. A long
+// replay keeps a bare state every stateInterval commits (see
+// stateInterval), and each chunk's commit files are read, concurrently,
+// only when that chunk is applied, so that memory holds one chunk of
+// parsed commits at a time.
+func (t *Table) replayOnto(ctx context.Context, seg *LogSegment, l *logListing, base *tableState, baseV int64, baseKey stateKey) (*Snapshot, error) {
 	v := seg.Version
 	var todo []LogFile
 	for _, c := range seg.Commits {
@@ -55,27 +59,37 @@ func (t *Table) replayOnto(ctx context.Context, seg *LogSegment, l *logListing, 
 	// file is tolerated (the checkpoint holds the state); a failed read is
 	// not, or the snapshot would be cached without them.
 	if len(todo) == 0 {
-		if f, ok := l.commits[v]; ok {
-			todo = nil
+		if f, ok := l.commits.get(v); ok {
 			c, err := t.readCommitCached(ctx, f)
 			if err == nil {
-				return t.finish(v, base, c)
+				return t.finish(v, base, c, baseKey)
 			}
 			if !errors.Is(err, ErrCorruptLog) && !errors.Is(err, ErrNotExist) {
 				return nil, t.wrap(v, err)
 			}
 		}
-		return t.finish(v, base, nil)
+		return t.finish(v, base, nil, baseKey)
 	}
-	commits, err := readCommits(ctx, todo, t.readCommitCached)
-	if err != nil {
-		return nil, t.wrap(v, err)
+	st, key := base, baseKey
+	var last *commitFile
+	for len(todo) > 0 {
+		n := min(len(todo), stateInterval)
+		commits, err := readCommits(ctx, todo[:n], t.readCommitCached)
+		if err != nil {
+			return nil, t.wrap(v, err)
+		}
+		todo, last = todo[n:], commits[n-1]
+		st = replay(st, commits)
+		if len(todo) > 0 {
+			t.cacheState(last.version, st, key)
+			key = stateKey{version: last.version}
+		}
 	}
-	return t.finish(v, replay(base, commits), commits[len(commits)-1])
+	return t.finish(v, st, last, key)
 }
 
 // finish validates the reconciled state and wraps it as a Snapshot.
-func (t *Table) finish(v int64, st *tableState, commit *commitFile) (*Snapshot, error) {
+func (t *Table) finish(v int64, st *tableState, commit *commitFile, base stateKey) (*Snapshot, error) {
 	if st.protocol == nil {
 		return nil, &LogError{Table: t.name, Version: v, Err: corruptf("no protocol action in the log up to this version")}
 	}
@@ -85,7 +99,9 @@ func (t *Table) finish(v int64, st *tableState, commit *commitFile) (*Snapshot, 
 	if err := CheckReadable(t.name, v, st.protocol, st.metadata); err != nil {
 		return nil, err
 	}
-	return newSnapshot(t, v, st, commit), nil
+	s := newSnapshot(t, v, st, commit)
+	s.base = base
+	return s, nil
 }
 
 func (t *Table) readCommitCached(ctx context.Context, f LogFile) (*commitFile, error) {
@@ -96,38 +112,29 @@ func (t *Table) readCommitCached(ctx context.Context, f LogFile) (*commitFile, e
 	if err != nil {
 		return nil, err
 	}
-	t.commits.Add(f.Version, c)
+	t.commits.Add(f.Version, c, c.bytes())
 	return c, nil
 }
 
-// baseState returns the state to replay the segment's commits onto and the
-// version it stands for: a cached snapshot at or before the version (and
-// not before the checkpoint), the cached checkpoint, or the checkpoint read
-// now; an empty state at -1 when there is no checkpoint.
-func (t *Table) baseState(ctx context.Context, seg *LogSegment) (*tableState, int64, error) {
-	best := int64(-1)
-	for _, u := range t.snapshots.Keys() {
-		if u <= seg.Version && u >= seg.CheckpointVersion && u > best {
-			best = u
-		}
+// baseState returns the state to replay the segment's commits onto, the
+// version it stands for and its cache key: the nearest cached state at or
+// before the version (and not before the checkpoint), else the checkpoint
+// read now; an empty state at -1 when there is no checkpoint.
+func (t *Table) baseState(ctx context.Context, seg *LogSegment) (*tableState, int64, stateKey, error) {
+	if st, k, ok := t.nearestState(seg.CheckpointVersion, seg.Version); ok {
+		return st, k.version, k, nil
 	}
-	if best >= 0 {
-		if s, ok := t.snapshots.Peek(best); ok {
-			return s.state, best, nil
-		}
-	}
+	none := stateKey{version: -1}
 	if seg.CheckpointVersion < 0 {
-		return newTableState(), -1, nil
-	}
-	if st, ok := t.checkpoints.Get(seg.CheckpointVersion); ok {
-		return st, seg.CheckpointVersion, nil
+		return newTableState(), -1, none, nil
 	}
 	st, err := readCheckpoint(ctx, t.store, seg.Checkpoint)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, none, err
 	}
-	t.checkpoints.Add(seg.CheckpointVersion, st)
-	return st, seg.CheckpointVersion, nil
+	k := stateKey{version: seg.CheckpointVersion}
+	t.cacheState(k.version, st, none)
+	return st, k.version, k, nil
 }
 
 // segmentOf returns v's segment from hint when it holds all of it, else
@@ -164,10 +171,11 @@ func (t *Table) extendLatest(hint *logListing, v int64, bad map[int64]bool) (*Lo
 		bad[prev.segment.CheckpointVersion] {
 		return nil, errNeedEarlier
 	}
-	seg := &LogSegment{Version: v, CheckpointVersion: prev.segment.CheckpointVersion, Checkpoint: prev.segment.Checkpoint}
+	seg := &LogSegment{Version: v, CheckpointVersion: prev.segment.CheckpointVersion, Checkpoint: prev.segment.Checkpoint,
+		CheckpointCommit: prev.segment.CheckpointCommit}
 	seg.Commits = slices.Clone(prev.segment.Commits)
 	for c := hint.from; c <= v; c++ {
-		f, ok := hint.commits[c]
+		f, ok := hint.commits.get(c)
 		if !ok {
 			return nil, errNeedEarlier
 		}

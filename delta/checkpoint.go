@@ -47,6 +47,7 @@ func readCheckpoint(ctx context.Context, s Storage, files []LogFile) (*tableStat
 	if st.protocol == nil || st.metadata == nil {
 		return nil, corruptf("checkpoint %d has no protocol or metaData", files[0].Version)
 	}
+	st.bytes = stateActionBytes(st)
 	return st, nil
 }
 

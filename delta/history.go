@@ -33,7 +33,7 @@ func (t *Table) History(ctx context.Context) ([]CommitSummary, error) {
 	mtimes := monotonicMTimes(l)
 	var files []LogFile
 	for v := int64(0); v <= l.maxV; v++ {
-		if f, ok := l.commits[v]; ok {
+		if f, ok := l.commits.get(v); ok {
 			files = append(files, f)
 		}
 	}

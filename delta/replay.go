@@ -24,6 +24,7 @@ type tableState struct {
 	tombstones []*Remove // newest remove per key not re-added
 	txns       map[string]*Txn
 	domains    map[string]*DomainMetadata // live domains only
+	bytes      int64                      // estimated heap bytes of files and tombstones (see memsize.go)
 }
 
 func newTableState() *tableState {
@@ -104,23 +105,30 @@ func replay(base *tableState, commits []*commitFile) *tableState {
 	for _, c := range commits {
 		o.applyCommit(st, c.actions)
 	}
+	st.bytes = base.bytes
 	st.files = make([]*Add, 0, len(base.files)+len(o.adds))
 	for _, a := range base.files {
 		if !o.touched(a.key()) {
 			st.files = append(st.files, a)
+		} else {
+			st.bytes -= addBytes(a)
 		}
 	}
 	st.tombstones = make([]*Remove, 0, len(base.tombstones)+len(o.removes))
 	for _, r := range base.tombstones {
 		if !o.touched(r.key()) {
 			st.tombstones = append(st.tombstones, r)
+		} else {
+			st.bytes -= removeBytes(r)
 		}
 	}
 	for _, k := range o.order {
 		if a, ok := o.adds[k]; ok {
 			st.files = append(st.files, a)
+			st.bytes += addBytes(a)
 		} else if r, ok := o.removes[k]; ok {
 			st.tombstones = append(st.tombstones, r)
+			st.bytes += removeBytes(r)
 		}
 	}
 	return st
@@ -139,6 +147,25 @@ type commitFile struct {
 	version int64
 	file    LogFile
 	actions []*Action
+}
+
+// bytes estimates the heap bytes of the parsed commit.
+func (c *commitFile) bytes() int64 {
+	n := int64(128)
+	for _, a := range c.actions {
+		n += 64
+		switch {
+		case a.Add != nil:
+			n += addBytes(a.Add)
+		case a.Remove != nil:
+			n += removeBytes(a.Remove)
+		case a.MetaData != nil:
+			n += int64(len(a.MetaData.SchemaString)) + 512
+		default:
+			n += int64(len(a.CommitInfo)) + 64
+		}
+	}
+	return n
 }
 
 // readCommit reads and parses one commit file.

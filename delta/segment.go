@@ -18,15 +18,19 @@ type LogSegment struct {
 	CheckpointVersion int64
 	Checkpoint        []LogFile
 	Commits           []LogFile
+	// CheckpointCommit is the commit file of the checkpoint's version when
+	// the listing had it (zero otherwise): its time and commitInfo.
+	CheckpointCommit LogFile
 }
 
 // logListing is a sorted, classified listing of _delta_log from some version
 // on. Junk is dropped.
 type logListing struct {
 	from    int64
-	commits map[int64]LogFile
+	commits *commitIndex
 	checkpt map[int64][]LogFile // every checkpoint file, by version
 	maxV    int64               // highest commit version listed, -1 if none
+	vs      versionSpans        // reconstructable versions, computed on first use
 }
 
 // listLog lists _delta_log starting at version from.
@@ -39,7 +43,7 @@ func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
 	if err != nil && !errors.Is(err, ErrNotExist) { // a missing dir lists as empty, as on object stores
 		return nil, err
 	}
-	l := &logListing{from: from, commits: map[int64]LogFile{}, checkpt: map[int64][]LogFile{}, maxV: -1}
+	l := &logListing{from: from, commits: &commitIndex{}, checkpt: map[int64][]LogFile{}, maxV: -1}
 	for _, o := range objs {
 		f, ok := ParseLogName(path.Base(o.Key))
 		if !ok || f.Version < from {
@@ -48,12 +52,13 @@ func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
 		f.ObjectInfo = o
 		switch f.Kind {
 		case KindCommit:
-			l.commits[f.Version] = f
+			l.commits.add(f)
 			l.maxV = max(l.maxV, f.Version)
 		case KindCheckpoint, KindMultiPartCheckpt, KindUUIDCheckpoint:
 			l.checkpt[f.Version] = append(l.checkpt[f.Version], f)
 		}
 	}
+	l.commits.finish()
 	return l, nil
 }
 
@@ -125,6 +130,7 @@ func (l *logListing) segment(v int64, bad map[int64]bool) (*LogSegment, error) {
 		}
 		if cp := l.completeCheckpoint(cv); len(cp) > 0 {
 			seg.CheckpointVersion, seg.Checkpoint = cv, cp
+			seg.CheckpointCommit, _ = l.commits.get(cv)
 			break
 		}
 	}
@@ -133,9 +139,9 @@ func (l *logListing) segment(v int64, bad map[int64]bool) (*LogSegment, error) {
 		return nil, errNeedEarlier
 	}
 	for c := start; c <= v; c++ {
-		f, ok := l.commits[c]
+		f, ok := l.commits.get(c)
 		if !ok {
-			if seg.CheckpointVersion < 0 && len(l.commits) > 0 && c == 0 {
+			if seg.CheckpointVersion < 0 && l.commits.len() > 0 && c == 0 {
 				return nil, fmt.Errorf("%w: version %d: commit 0 is missing and no checkpoint precedes it (log cleaned up?)", ErrVersionNotFound, v)
 			}
 			return nil, corruptf("version %d: commit %d is missing (the commits after checkpoint %d are not contiguous)", v, c, seg.CheckpointVersion)
@@ -148,27 +154,3 @@ func (l *logListing) segment(v int64, bad map[int64]bool) (*LogSegment, error) {
 // errNeedEarlier says the listing starts too late to hold a checkpoint for
 // the requested version: list from an earlier version.
 var errNeedEarlier = fmt.Errorf("listing starts after the version's checkpoint")
-
-// reconstructable returns the versions of the listing that have a complete
-// checkpoint at or before them (within the listing) with contiguous commits
-// after it, or contiguous commits from 0. Valid only for a listing from 0.
-func (l *logListing) reconstructable() []int64 {
-	latest := l.latestVersion()
-	var out []int64
-	ok := false
-	for v := int64(0); v <= latest; v++ {
-		_, hasCommit := l.commits[v]
-		switch {
-		case len(l.completeCheckpoint(v)) > 0:
-			ok = true
-		case v == 0:
-			ok = hasCommit
-		default:
-			ok = ok && hasCommit
-		}
-		if ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}

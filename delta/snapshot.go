@@ -22,6 +22,7 @@ type Snapshot struct {
 	timestamp  time.Time // commit time of this version (ICT or commit file mtime)
 	commitInfo json.RawMessage
 	segment    *LogSegment // the log files it was built from; set by build, read-only after
+	base       stateKey    // the cached state it was replayed onto (version -1: none); set by build
 
 	schemaOnce sync.Once
 	schema     *StructType

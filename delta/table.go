@@ -6,39 +6,53 @@ import (
 	"fmt"
 	"path"
 	"sync"
-
-	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Options tunes a Table's caches. Zero values take the defaults.
 type Options struct {
-	// Snapshots is how many built snapshots are kept (default 16).
+	// StateBytes bounds the estimated heap bytes of the cached snapshots and
+	// table states (decoded checkpoints, intermediate states of long
+	// replays) together (default DefaultStateBytes). The newest entry is
+	// kept even when it alone exceeds the bound.
+	StateBytes int64
+	// Snapshots is how many built snapshots and states are kept at most
+	// (default 64).
 	Snapshots int
-	// Checkpoints is how many decoded checkpoints are kept (default 4).
-	Checkpoints int
-	// Commits is how many parsed commit files are kept (default 4096).
-	Commits int
+	// CommitBytes bounds the estimated bytes of parsed commit files kept
+	// (default StateBytes/8).
+	CommitBytes int64
 }
 
+// DefaultStateBytes is the default of Options.StateBytes.
+const DefaultStateBytes = 512 << 20
+
+// stateInterval is how many commits a long replay (a version far from any
+// checkpoint) applies between the intermediate states it keeps, so that the
+// versions around it are built from the nearest state instead of replaying
+// from the checkpoint (or version 0) again.
+const stateInterval = 1000
+
 // Table reads one Delta table through a Storage. It caches snapshots,
-// decoded checkpoints and parsed commits, so that asking for @v41 after
-// @v42 replays one commit on top of the cached checkpoint instead of the
+// table states (decoded checkpoints and intermediate replay states) and
+// parsed commits, all bounded in estimated bytes, so that asking for @v41
+// after @v42 replays one commit on top of a cached state instead of the
 // whole log. A Table is safe for concurrent use.
 //
-// Lock order: mu only; no lock is held across storage I/O.
+// Lock order: mu, then the caches' own locks; no lock is held across
+// storage I/O.
 type Table struct {
 	store Storage
 	name  string
 
-	snapshots   *lru.Cache[int64, *Snapshot]
-	checkpoints *lru.Cache[int64, *tableState]
-	commits     *lru.Cache[int64, *commitFile]
+	states  *budgetLRU[stateKey, *cachedState] // snapshots and bare states
+	commits *budgetLRU[int64, *commitFile]
 
 	mu      sync.Mutex
 	latest  *Snapshot              // guarded by mu: newest snapshot built
 	full    *logListing            // guarded by mu: listing from version 0, once made
 	bad     map[int64]bool         // guarded by mu: checkpoints that failed to read
 	flights map[int64]*buildFlight // guarded by mu: builds in progress
+	icts    map[int64]int64        // guarded by mu: in-commit timestamps read, by version
 }
 
 // buildFlight coalesces concurrent builds of one version.
@@ -57,14 +71,29 @@ func Open(store Storage, opts Options) *Table {
 		}
 		return v
 	}
-	snaps, _ := lru.New[int64, *Snapshot](n(opts.Snapshots, 16))
-	cps, _ := lru.New[int64, *tableState](n(opts.Checkpoints, 4))
-	commits, _ := lru.New[int64, *commitFile](n(opts.Commits, 4096))
+	budget := opts.StateBytes
+	if budget <= 0 {
+		budget = DefaultStateBytes
+	}
+	commitBudget := opts.CommitBytes
+	if commitBudget <= 0 {
+		commitBudget = budget / 8
+	}
 	return &Table{
 		store: store, name: store.String(),
-		snapshots: snaps, checkpoints: cps, commits: commits,
-		bad: map[int64]bool{}, flights: map[int64]*buildFlight{},
+		states:  newBudgetLRU[stateKey, *cachedState](budget, n(opts.Snapshots, 64)),
+		commits: newBudgetLRU[int64, *commitFile](commitBudget, 1<<20),
+		bad:     map[int64]bool{}, flights: map[int64]*buildFlight{}, icts: map[int64]int64{},
 	}
+}
+
+// CacheUsage reports the estimated bytes and the number of entries of the
+// table's state cache (snapshots, decoded checkpoints, intermediate
+// states) and of its parsed-commit cache.
+func (t *Table) CacheUsage() (stateBytes int64, states int, commitBytes int64, commits int) {
+	stateBytes, states = t.states.Usage()
+	commitBytes, commits = t.commits.Usage()
+	return
 }
 
 // Name returns the table's location, for messages.
@@ -84,7 +113,7 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 // snapshot is Snapshot of a version >= 0, building it from hint (a listing
 // just made, or nil) when that holds its segment.
 func (t *Table) snapshot(ctx context.Context, version int64, hint *logListing) (*Snapshot, error) {
-	if s, ok := t.snapshots.Get(version); ok {
+	if s, ok := t.cachedSnapshot(version); ok {
 		return s, nil
 	}
 	t.mu.Lock()
@@ -103,7 +132,7 @@ func (t *Table) snapshot(ctx context.Context, version int64, hint *logListing) (
 
 	f.snap, f.err = t.build(ctx, version, hint)
 	if f.err == nil {
-		t.snapshots.Add(version, f.snap)
+		t.cacheSnapshot(f.snap)
 	}
 	t.mu.Lock()
 	delete(t.flights, version)

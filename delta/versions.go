@@ -2,6 +2,9 @@ package delta
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"sync"
 	"time"
 )
 
@@ -13,6 +16,67 @@ type VersionInfo struct {
 	ModTime time.Time
 }
 
+// span is an inclusive range of versions.
+type span struct{ from, to int64 }
+
+// versionSpans holds the reconstructable versions of a listing as ranges:
+// a version is reconstructable when it has a complete checkpoint, or its
+// commit and a reconstructable predecessor, or it is version 0 with a
+// commit. Computed once per listing (listings are immutable once made).
+type versionSpans struct {
+	once  sync.Once
+	spans []span
+}
+
+func (l *logListing) spans() []span {
+	l.vs.once.Do(func() {
+		latest := l.latestVersion()
+		var out []span
+		ok := false
+		for v := int64(0); v <= latest; v++ {
+			hasCommit := l.commits.has(v)
+			switch {
+			case l.checkpt[v] != nil && len(l.completeCheckpoint(v)) > 0:
+				ok = true
+			case v == 0:
+				ok = hasCommit
+			default:
+				ok = ok && hasCommit
+			}
+			if !ok {
+				continue
+			}
+			if n := len(out); n > 0 && out[n-1].to == v-1 {
+				out[n-1].to = v
+			} else {
+				out = append(out, span{v, v})
+			}
+		}
+		l.vs.spans = out
+	})
+	return l.vs.spans
+}
+
+// reconstructable returns the versions of the listing that have a complete
+// checkpoint at or before them (within the listing) with contiguous commits
+// after it, or contiguous commits from 0. Valid only for a listing from 0.
+func (l *logListing) reconstructable() []int64 {
+	var out []int64
+	for _, s := range l.spans() {
+		for v := s.from; v <= s.to; v++ {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// isReconstructable reports whether v is in the listing's spans.
+func (l *logListing) isReconstructable(v int64) bool {
+	sp := l.spans()
+	i := sort.Search(len(sp), func(i int) bool { return sp[i].to >= v })
+	return i < len(sp) && sp[i].from <= v
+}
+
 // Versions lists every reconstructable version, oldest first: those with a
 // complete checkpoint at or before them and contiguous commits up to them,
 // or contiguous commits from version 0. It lists the whole log once, then
@@ -22,13 +86,113 @@ func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	vs := l.reconstructable()
-	out := make([]VersionInfo, len(vs))
-	for i, v := range vs {
-		out[i] = VersionInfo{Version: v, ModTime: l.commits[v].ModTime}
+	var out []VersionInfo
+	for _, s := range l.spans() {
+		for v := s.from; v <= s.to; v++ {
+			f, _ := l.commits.get(v)
+			out = append(out, VersionInfo{Version: v, ModTime: f.ModTime})
+		}
 	}
 	return out, nil
 }
+
+// Version describes version v without building its snapshot: whether it is
+// reconstructable (an error wrapping ErrVersionNotFound when not) and its
+// commit time, by the rule History and VersionAt use (the in-commit
+// timestamp where the newest metadata enables it for v, else the commit
+// file's modification time, not monotonized). It reads no storage for a
+// version in the newest snapshot's segment or in a listing already made,
+// and at most the version's commit file (once; the time is kept) for the
+// in-commit timestamp.
+func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
+	latest, err := t.Latest(ctx)
+	if err != nil {
+		return VersionInfo{}, err
+	}
+	f, ok, err := t.commitOf(ctx, latest, v)
+	if err != nil {
+		return VersionInfo{}, err
+	}
+	if !ok {
+		return VersionInfo{}, t.wrap(v, fmt.Errorf("%w: version %d", ErrVersionNotFound, v))
+	}
+	info := VersionInfo{Version: v, ModTime: f.ModTime}
+	if f.Key == "" || !ictApplies(latest.Metadata(), v) {
+		return info, nil
+	}
+	ms, err := t.ictOf(ctx, f)
+	if err != nil {
+		return VersionInfo{}, t.wrap(v, err)
+	}
+	info.ModTime = time.UnixMilli(ms).UTC()
+	return info, nil
+}
+
+// commitOf finds whether v is reconstructable and its commit file (a zero
+// LogFile when only a checkpoint is left of it).
+func (t *Table) commitOf(ctx context.Context, latest *Snapshot, v int64) (LogFile, bool, error) {
+	if v > latest.version || v < 0 {
+		return LogFile{}, false, nil
+	}
+	if f, ok := latest.segmentCommit(v); ok {
+		return f, true, nil
+	}
+	t.mu.Lock()
+	full := t.full
+	t.mu.Unlock()
+	if full == nil || v > full.latestVersion() {
+		var err error
+		if full, err = t.fullListing(ctx); err != nil {
+			return LogFile{}, false, err
+		}
+	}
+	if !full.isReconstructable(v) {
+		return LogFile{}, false, nil
+	}
+	f, _ := full.commits.get(v)
+	return f, true, nil
+}
+
+// segmentCommit returns v's commit file when v is in the snapshot's
+// segment (a zero LogFile for a checkpoint version without commit file).
+func (s *Snapshot) segmentCommit(v int64) (LogFile, bool) {
+	seg := s.segment
+	if seg == nil || v < max(seg.CheckpointVersion, 0) || v > seg.Version {
+		return LogFile{}, false
+	}
+	if v == seg.CheckpointVersion {
+		return seg.CheckpointCommit, true
+	}
+	if i := v - seg.CheckpointVersion - 1; i >= 0 && i < int64(len(seg.Commits)) && seg.Commits[i].Version == v {
+		return seg.Commits[i], true
+	}
+	return LogFile{}, false
+}
+
+// ictOf returns the in-commit timestamp of a commit, read once.
+func (t *Table) ictOf(ctx context.Context, f LogFile) (int64, error) {
+	t.mu.Lock()
+	ms, ok := t.icts[f.Version]
+	t.mu.Unlock()
+	if ok {
+		return ms, nil
+	}
+	ms, err := t.commitICT(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	if len(t.icts) >= maxICTs {
+		clear(t.icts)
+	}
+	t.icts[f.Version] = ms
+	t.mu.Unlock()
+	return ms, nil
+}
+
+// maxICTs bounds the in-commit timestamps kept (16 bytes and map overhead
+// each): beyond it the map starts over.
+const maxICTs = 1 << 20
 
 // fullListing returns a listing of the whole log, refreshed: the part
 // after the newest known commit is listed again and merged.
@@ -54,21 +218,17 @@ func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
 	if tail.maxV <= prev.maxV && len(tail.checkpt) == len(prevCheckpointsFrom(prev, tail.from)) {
 		return prev, nil
 	}
-	merged := &logListing{from: 0, commits: map[int64]LogFile{}, checkpt: map[int64][]LogFile{}, maxV: max(prev.maxV, tail.maxV)}
-	for v, f := range prev.commits {
-		merged.commits[v] = f
-	}
+	merged := &logListing{from: 0, commits: prev.commits.merged(tail.commits), checkpt: map[int64][]LogFile{}, maxV: max(prev.maxV, tail.maxV)}
 	for v, f := range prev.checkpt {
 		merged.checkpt[v] = f
-	}
-	for v, f := range tail.commits {
-		merged.commits[v] = f
 	}
 	for v, f := range tail.checkpt {
 		merged.checkpt[v] = f
 	}
 	t.mu.Lock()
-	t.full = merged
+	if t.full == nil || merged.maxV >= t.full.maxV {
+		t.full = merged
+	}
 	t.mu.Unlock()
 	return merged, nil
 }

@@ -1,0 +1,86 @@
+package delta
+
+// The state cache holds, under one byte budget, the snapshots built and the
+// bare table states a build can start from: decoded checkpoints and the
+// intermediate states a long replay keeps every stateInterval commits.
+// States are immutable and the state of version v is the same whichever
+// way it was reached, so any cached state at or before v (and not before
+// v's checkpoint) is a valid base for v.
+//
+// Cost accounting: a state's cost is its pointer slices plus the estimated
+// bytes of its actions. A snapshot built on a base that is itself still
+// cached shares the base's actions, so it is charged its pointers and the
+// actions it added; touching the snapshot touches its base, so that the
+// base is not evicted from under a snapshot in use.
+
+// stateKey names a cache entry: a snapshot, or a bare state, of a version.
+type stateKey struct {
+	version int64
+	snap    bool
+}
+
+// cachedState is a snapshot (snap set) or a bare state.
+type cachedState struct {
+	snap  *Snapshot
+	state *tableState
+	base  stateKey // the entry this one was replayed onto; version -1: none
+}
+
+func (c *cachedState) tableState() *tableState {
+	if c.snap != nil {
+		return c.snap.state
+	}
+	return c.state
+}
+
+// cachedSnapshot returns the cached snapshot of version v.
+func (t *Table) cachedSnapshot(v int64) (*Snapshot, bool) {
+	c, ok := t.states.Get(stateKey{v, true})
+	if !ok {
+		return nil, false
+	}
+	if c.base.version >= 0 {
+		t.states.Get(c.base) // keep the shared base as recent as its user
+	}
+	return c.snap, true
+}
+
+// cacheSnapshot adds a built snapshot, charged as described above.
+func (t *Table) cacheSnapshot(s *Snapshot) {
+	t.cacheEntry(stateKey{s.version, true}, &cachedState{snap: s, base: s.base})
+}
+
+// cacheState adds a bare state of version v replayed onto base.
+func (t *Table) cacheState(v int64, st *tableState, base stateKey) {
+	t.cacheEntry(stateKey{v, false}, &cachedState{state: st, base: base})
+}
+
+func (t *Table) cacheEntry(k stateKey, c *cachedState) {
+	st := c.tableState()
+	cost := pointerBytes(st) + st.bytes
+	if c.base.version >= 0 {
+		if b, ok := t.states.Peek(c.base); ok {
+			cost -= min(b.tableState().bytes, st.bytes)
+		}
+	}
+	t.states.Add(k, c, cost)
+}
+
+// nearestState returns the cached state (of a snapshot or bare) with the
+// highest version in [lo, hi], and its key; ok is false when there is none.
+func (t *Table) nearestState(lo, hi int64) (*tableState, stateKey, bool) {
+	best := stateKey{version: -1}
+	for _, k := range t.states.Keys() {
+		if k.version >= lo && k.version <= hi && (k.version > best.version || k.version == best.version && k.snap) {
+			best = k
+		}
+	}
+	if best.version < 0 {
+		return nil, best, false
+	}
+	c, ok := t.states.Get(best)
+	if !ok {
+		return nil, best, false
+	}
+	return c.tableState(), best, true
+}
