@@ -66,6 +66,12 @@ func (c *budgetLRU[K, V]) Add(key K, val V, cost int64) {
 		c.items[key] = c.ll.PushFront(&budgetEntry[K, V]{key: key, val: val, cost: cost})
 		c.used += cost
 	}
+	c.evictLocked()
+}
+
+// evictLocked drops the least recently used entries until the cache is
+// within its budget and count, keeping at least the newest one.
+func (c *budgetLRU[K, V]) evictLocked() {
 	for c.ll.Len() > 1 && (c.used > c.budget || c.ll.Len() > c.count) {
 		c.removeLocked(c.ll.Back())
 	}
@@ -102,4 +108,18 @@ func (c *budgetLRU[K, V]) Usage() (bytes int64, entries int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used, c.ll.Len()
+}
+
+// Recost adds n to the cost of key when match accepts its value, then
+// evicts as Add does.
+func (c *budgetLRU[K, V]) Recost(key K, match func(V) bool, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[key]
+	if !ok || !match(e.Value.(*budgetEntry[K, V]).val) {
+		return
+	}
+	e.Value.(*budgetEntry[K, V]).cost += n
+	c.used += n
+	c.evictLocked()
 }

@@ -29,17 +29,34 @@ func (s *Snapshot) LiveFiles() ([]LiveFile, error) {
 	}
 	out := make([]LiveFile, len(s.files))
 	for i, a := range s.files {
-		key, err := s.DataKey(a)
-		if err != nil {
-			return nil, &LogError{Table: s.table.name, Version: s.version, Key: a.Path, Err: err}
+		if out[i], err = s.liveFile(a, names); err != nil {
+			return nil, err
 		}
-		pv := make(map[string]*string, len(names))
-		for logical, physical := range names {
-			pv[logical] = a.PartitionValues[physical]
-		}
-		out[i] = LiveFile{Add: a, Key: key, PartitionValues: pv}
 	}
 	return out, nil
+}
+
+// LiveFileOf returns the LiveFile of a (one of the snapshot's Files, or an
+// equal add of another snapshot of the same table and metadata), so that
+// callers can keep the add alone and rebuild the rest when needed.
+func (s *Snapshot) LiveFileOf(a *Add) (LiveFile, error) {
+	names, err := s.partitionNames()
+	if err != nil {
+		return LiveFile{}, err
+	}
+	return s.liveFile(a, names)
+}
+
+func (s *Snapshot) liveFile(a *Add, names map[string]string) (LiveFile, error) {
+	key, err := s.DataKey(a)
+	if err != nil {
+		return LiveFile{}, &LogError{Table: s.table.name, Version: s.version, Key: a.Path, Err: err}
+	}
+	pv := make(map[string]*string, len(names))
+	for logical, physical := range names {
+		pv[logical] = a.PartitionValues[physical]
+	}
+	return LiveFile{Add: a, Key: key, PartitionValues: pv}, nil
 }
 
 // partitionNames maps each logical partition column to the physical name

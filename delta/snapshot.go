@@ -27,6 +27,27 @@ type Snapshot struct {
 	schemaOnce sync.Once
 	schema     *StructType
 	schemaErr  error
+
+	memoOnce sync.Once
+	memo     any
+	memoErr  error
+}
+
+// Memo returns what build derived from this snapshot (a caller's index of
+// its files, say), building it on first use. The value lives as long as
+// the snapshot stays in the table's cache, and its cost (bytes, as build
+// estimates them) is charged to that cache's budget, so derived data is
+// evicted with the snapshot it describes and rebuilt with it. One memo a
+// snapshot: build must be the same function for every caller.
+func (s *Snapshot) Memo(build func() (v any, bytes int64, err error)) (any, error) {
+	s.memoOnce.Do(func() {
+		var n int64
+		s.memo, n, s.memoErr = build()
+		if s.memoErr == nil && n > 0 {
+			s.table.charge(s, n)
+		}
+	})
+	return s.memo, s.memoErr
 }
 
 func newSnapshot(t *Table, version int64, st *tableState, commit *commitFile) *Snapshot {

@@ -84,3 +84,9 @@ func (t *Table) nearestState(lo, hi int64) (*tableState, stateKey, bool) {
 	}
 	return c.tableState(), best, true
 }
+
+// charge adds n bytes to the cost of snapshot s when it is the cached
+// snapshot of its version.
+func (t *Table) charge(s *Snapshot, n int64) {
+	t.states.Recost(stateKey{s.version, true}, func(c *cachedState) bool { return c.snap == s }, n)
+}

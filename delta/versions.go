@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -104,10 +105,23 @@ func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
 // version in the newest snapshot's segment or in a listing already made,
 // and at most the version's commit file (once; the time is kept) for the
 // in-commit timestamp.
+//
+// A newest version that cannot be read (a corrupt last commit) does not
+// hide the versions before it: they are then found in the listing, with
+// file times.
 func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
-	latest, err := t.Latest(ctx)
+	t.mu.Lock()
+	latest := t.latest
+	t.mu.Unlock()
+	var err error
+	if latest == nil || v > latest.version { // else: no LIST per lookup
+		latest, err = t.Latest(ctx)
+	}
 	if err != nil {
-		return VersionInfo{}, err
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return VersionInfo{}, err
+		}
+		latest = nil
 	}
 	f, ok, err := t.commitOf(ctx, latest, v)
 	if err != nil {
@@ -117,7 +131,7 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 		return VersionInfo{}, t.wrap(v, fmt.Errorf("%w: version %d", ErrVersionNotFound, v))
 	}
 	info := VersionInfo{Version: v, ModTime: f.ModTime}
-	if f.Key == "" || !ictApplies(latest.Metadata(), v) {
+	if f.Key == "" || latest == nil || !ictApplies(latest.Metadata(), v) {
 		return info, nil
 	}
 	ms, err := t.ictOf(ctx, f)
@@ -131,11 +145,13 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 // commitOf finds whether v is reconstructable and its commit file (a zero
 // LogFile when only a checkpoint is left of it).
 func (t *Table) commitOf(ctx context.Context, latest *Snapshot, v int64) (LogFile, bool, error) {
-	if v > latest.version || v < 0 {
+	if v < 0 || latest != nil && v > latest.version {
 		return LogFile{}, false, nil
 	}
-	if f, ok := latest.segmentCommit(v); ok {
-		return f, true, nil
+	if latest != nil {
+		if f, ok := latest.segmentCommit(v); ok {
+			return f, true, nil
+		}
 	}
 	t.mu.Lock()
 	full := t.full

@@ -23,12 +23,10 @@ type DataFile struct {
 	fs.Inode
 	readOnlyFile
 
-	env     *Env
-	table   string
-	snap    *delta.Snapshot
-	file    *delta.LiveFile
-	path    string       // path inside the snapshot directory
-	rewrite bool         // served through the Materializer
+	ref     *snapRef   // the version, shared with its directories
+	add     *delta.Add // the live file's add action (shared with the snapshot)
+	path    string     // path inside the snapshot directory
+	rewrite bool       // served through the Materializer
 	size    atomic.Int64 // served size, -1 until known
 }
 
@@ -39,34 +37,43 @@ var (
 	_ = (fs.NodeListxattrer)((*DataFile)(nil))
 )
 
-func newDataFile(env *Env, table string, snap *delta.Snapshot, f *delta.LiveFile, p string) *DataFile {
-	d := &DataFile{env: env, table: table, snap: snap, file: f, path: p}
-	d.rewrite = needsRewrite(snap, f)
+// newDataFile returns the node of add at path p of ref's snapshot;
+// mapped says the table's columns carry physical names (column mapping),
+// which, like a deletion vector, needs the file rewritten.
+func newDataFile(ref *snapRef, add *delta.Add, p string, mapped bool) *DataFile {
+	d := &DataFile{ref: ref, add: add, path: p}
+	d.rewrite = mapped || add.DeletionVector != nil
 	if d.rewrite {
 		d.size.Store(-1)
 	} else {
-		d.size.Store(f.Add.Size)
+		d.size.Store(add.Size)
 	}
 	return d
 }
 
-// needsRewrite reports whether a file cannot be served as stored: it has
-// a deletion vector, or its columns carry physical names.
-func needsRewrite(snap *delta.Snapshot, f *delta.LiveFile) bool {
-	if f.Add.DeletionVector != nil {
-		return true
-	}
-	mode := snap.Metadata().ColumnMapping()
-	return mode != "" && mode != delta.ColumnMappingNone
+func (d *DataFile) ino() uint64 {
+	return stableIno(kindFile, d.ref.name, d.ref.version, d.path)
 }
 
-func (d *DataFile) ino() uint64 {
-	return stableIno(kindFile, d.table, d.snap.Version(), d.path)
-}
+func (d *DataFile) env() *Env { return d.ref.env }
 
 // logAttrs names the file in log lines.
 func (d *DataFile) logAttrs() []any {
-	return []any{"table", d.table, "version", d.snap.Version(), "file", d.path, "key", d.file.Key}
+	return []any{"table", d.ref.name, "version", d.ref.version, "file", d.path, "path", d.add.Path}
+}
+
+// live returns the file's snapshot (from the table's cache, or rebuilt)
+// and its LiveFile.
+func (d *DataFile) live(ctx context.Context) (*delta.Snapshot, *delta.LiveFile, error) {
+	snap, err := d.ref.snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := snap.LiveFileOf(d.add)
+	if err != nil {
+		return nil, nil, err
+	}
+	return snap, &f, nil
 }
 
 // servedSize returns the size of the served bytes, materializing the file
@@ -75,12 +82,15 @@ func (d *DataFile) servedSize(ctx context.Context) (int64, syscall.Errno) {
 	if n := d.size.Load(); n >= 0 {
 		return n, 0
 	}
-	n, err := d.env.Material.Size(ctx, d.snap, d.file)
-	if err != nil {
-		return 0, d.env.dataErrno("materialize", err, d.logAttrs()...)
+	snap, f, err := d.live(ctx)
+	if err == nil {
+		var n int64
+		if n, err = d.env().Material.Size(ctx, snap, f); err == nil {
+			d.size.Store(n)
+			return n, 0
+		}
 	}
-	d.size.Store(n)
-	return n, 0
+	return 0, d.env().dataErrno("materialize", err, d.logAttrs()...)
 }
 
 // fill sets the attributes of the file.
@@ -89,7 +99,7 @@ func (d *DataFile) fill(ctx context.Context, a *fuse.Attr) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	fillAttr(a, d.ino(), modeFile, n, time.UnixMilli(d.file.Add.ModificationTime))
+	fillAttr(a, d.ino(), modeFile, n, time.UnixMilli(d.add.ModificationTime))
 	return 0
 }
 
@@ -98,7 +108,7 @@ func (d *DataFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrO
 	if errno := d.fill(ctx, &out.Attr); errno != 0 {
 		return errno
 	}
-	out.SetTimeout(d.env.Opts.LongTimeout)
+	out.SetTimeout(d.env().Opts.LongTimeout)
 	return 0
 }
 
@@ -112,9 +122,9 @@ func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	}
 	c, err := d.openContent(ctx)
 	if err != nil {
-		return nil, 0, d.env.dataErrno("open", err, d.logAttrs()...)
+		return nil, 0, d.env().dataErrno("open", err, d.logAttrs()...)
 	}
-	h := &dataHandle{file: d, content: c, passthrough: d.env.Opts.Passthrough}
+	h := &dataHandle{file: d, content: c, passthrough: d.env().Opts.Passthrough}
 	// A rewritten file served as a composite (ranges of the stored file and
 	// of a patch in the disk cache) has no single file the kernel could pass
 	// through, and filling the FUSE page cache is most of the cost of a
@@ -122,7 +132,7 @@ func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	// first read (256 MiB, stored file cached: ~70 ms instead of ~140 ms)
 	// and the bytes are not cached twice. Only when the kernel granted
 	// FUSE_DIRECT_IO_ALLOW_MMAP, so that mmap of these files keeps working.
-	if d.rewrite && c.File() == nil && d.env.directIO.Load() {
+	if d.rewrite && c.File() == nil && d.env().directIO.Load() {
 		return h, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH, 0
 	}
 	return h, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
@@ -131,12 +141,15 @@ func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 // openContent opens the bytes and checks they have the size stat reported,
 // so that a file changed behind the log is an error, never wrong data.
 func (d *DataFile) openContent(ctx context.Context) (Content, error) {
+	snap, f, err := d.live(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var c Content
-	var err error
 	if d.rewrite {
-		c, err = d.env.Material.Open(ctx, d.snap, d.file)
+		c, err = d.env().Material.Open(ctx, snap, f)
 	} else {
-		c, err = d.env.Data.Open(ctx, d.snap, d.file)
+		c, err = d.env().Data.Open(ctx, snap, f)
 	}
 	if err != nil {
 		return nil, err

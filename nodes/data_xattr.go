@@ -24,7 +24,7 @@ var xattrNames = []string{xattrNumRecords, xattrDeletedRows, xattrPartitionValue
 // cardinality, partitionValues a JSON object under logical names (null
 // for a null value), stats the add action's JSON statistics.
 func (d *DataFile) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !d.env.Opts.XAttrs {
+	if !d.env().Opts.XAttrs {
 		return 0, syscall.ENODATA
 	}
 	val, errno := d.xattr(ctx, attr)
@@ -38,12 +38,16 @@ func (d *DataFile) Getxattr(ctx context.Context, attr string, dest []byte) (uint
 }
 
 func (d *DataFile) xattr(ctx context.Context, attr string) ([]byte, syscall.Errno) {
-	add := d.file.Add
+	add := d.add
 	switch attr {
 	case xattrNumRecords:
-		n, err := d.snap.NumRecords(ctx, add)
+		snap, err := d.ref.snapshot(ctx)
+		var n int64
+		if err == nil {
+			n, err = snap.NumRecords(ctx, add)
+		}
 		if err != nil {
-			return nil, d.env.dataErrno("numRecords", err, d.logAttrs()...)
+			return nil, d.env().dataErrno("numRecords", err, d.logAttrs()...)
 		}
 		return []byte(strconv.FormatInt(n, 10)), 0
 	case xattrDeletedRows:
@@ -53,9 +57,13 @@ func (d *DataFile) xattr(ctx context.Context, attr string) ([]byte, syscall.Errn
 		}
 		return []byte(strconv.FormatInt(n, 10)), 0
 	case xattrPartitionValues:
-		b, err := json.Marshal(d.file.PartitionValues)
+		_, f, err := d.live(ctx)
+		var b []byte
+		if err == nil {
+			b, err = json.Marshal(f.PartitionValues)
+		}
 		if err != nil {
-			return nil, d.env.dataErrno("partitionValues", err, d.logAttrs()...)
+			return nil, d.env().dataErrno("partitionValues", err, d.logAttrs()...)
 		}
 		return b, 0
 	case xattrStats:
@@ -69,12 +77,12 @@ func (d *DataFile) xattr(ctx context.Context, attr string) ([]byte, syscall.Errn
 
 // Listxattr lists the user.delta.* attributes.
 func (d *DataFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	if !d.env.Opts.XAttrs {
+	if !d.env().Opts.XAttrs {
 		return 0, 0
 	}
 	var list []byte
 	for _, n := range xattrNames {
-		if n == xattrStats && d.file.Add.Stats == "" {
+		if n == xattrStats && d.add.Stats == "" {
 			continue
 		}
 		list = append(append(list, n...), 0)

@@ -30,6 +30,10 @@ type Table interface {
 	// Snapshot returns the snapshot at a version; a version that is not
 	// reconstructable is an error wrapping delta.ErrVersionNotFound.
 	Snapshot(ctx context.Context, version int64) (*delta.Snapshot, error)
+	// Version describes a version without building its snapshot: an
+	// error wrapping delta.ErrVersionNotFound when it is not
+	// reconstructable, else its commit time.
+	Version(ctx context.Context, version int64) (delta.VersionInfo, error)
 	// VersionAt returns the version as of a time (delta's rule).
 	VersionAt(ctx context.Context, ts time.Time) (int64, error)
 	// Versions lists the reconstructable versions, oldest first.

@@ -12,15 +12,17 @@ import (
 // SnapshotDir is @vN of a table, or one of its partition directories. Its
 // content never changes: entries and attributes get the long kernel
 // timeouts, and listings are cached by the kernel (FOPEN_CACHE_DIR).
-// Every directory of a snapshot has the snapshot's commit time as mtime.
+// Every directory of a snapshot has the version's commit time as mtime.
+//
+// It keeps only its version (snapRef), not the snapshot: looking up or
+// stat-ing @vN builds nothing; the snapshot is built (or found in the
+// table's cache) when a name inside it is looked up or it is listed.
 type SnapshotDir struct {
 	fs.Inode
 	readOnlyDir
 
-	env   *Env
-	table string        // table name in the mount
-	view  *snapshotView // shared by every directory of the snapshot
-	dir   string        // path inside the snapshot, "" for @vN itself
+	ref *snapRef // shared by every directory and file of the snapshot
+	dir string   // path inside the snapshot, "" for @vN itself
 }
 
 var (
@@ -30,39 +32,39 @@ var (
 )
 
 func (d *SnapshotDir) ino() uint64 {
-	return stableIno(kindSnapDir, d.table, d.view.snap.Version(), d.dir)
+	return stableIno(kindSnapDir, d.ref.name, d.ref.version, d.dir)
 }
 
 func (d *SnapshotDir) fill(a *fuse.Attr) {
-	fillAttr(a, d.ino(), modeDir, 0, d.view.snap.Timestamp())
+	fillAttr(a, d.ino(), modeDir, 0, d.ref.mtime)
 }
 
 // Getattr reports a read-only directory stamped with the commit time.
 func (d *SnapshotDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	d.fill(&out.Attr)
-	out.SetTimeout(d.env.Opts.LongTimeout)
+	out.SetTimeout(d.ref.env.Opts.LongTimeout)
 	return 0
 }
 
-// treeDir returns this directory's entries.
-func (d *SnapshotDir) treeDir() (*treeDir, syscall.Errno) {
-	t, err := d.view.get()
+// treeDir returns this directory's entries and the tree they belong to.
+func (d *SnapshotDir) treeDir(ctx context.Context) (*snapshotTree, *treeDir, syscall.Errno) {
+	t, err := d.ref.tree(ctx)
 	if err != nil {
-		return nil, d.env.metaErrno("list snapshot", err,
-			"table", d.table, "version", d.view.snap.Version())
+		return nil, nil, d.ref.env.metaErrno("list snapshot", err,
+			"table", d.ref.name, "version", d.ref.version)
 	}
 	td, ok := t.dirs[d.dir]
 	if !ok {
-		return nil, syscall.ENOENT
+		return nil, nil, syscall.ENOENT
 	}
-	return td, 0
+	return t, td, 0
 }
 
 // Lookup finds a partition directory or a data file. A data file that
 // needs rewriting is materialized here, so that its first stat already
 // reports the exact size.
 func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	td, errno := d.treeDir()
+	t, td, errno := d.treeDir(ctx)
 	if errno != 0 {
 		return nil, errno
 	}
@@ -71,14 +73,14 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 		return nil, syscall.ENOENT
 	}
 	p := path.Join(d.dir, name)
-	out.SetEntryTimeout(d.env.Opts.LongTimeout)
-	out.SetAttrTimeout(d.env.Opts.LongTimeout)
-	if e.file == nil {
-		child := &SnapshotDir{env: d.env, table: d.table, view: d.view, dir: p}
+	out.SetEntryTimeout(d.ref.env.Opts.LongTimeout)
+	out.SetAttrTimeout(d.ref.env.Opts.LongTimeout)
+	if e.add == nil {
+		child := &SnapshotDir{ref: d.ref, dir: p}
 		child.fill(&out.Attr)
 		return d.NewInode(ctx, child, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: child.ino()}), 0
 	}
-	f := newDataFile(d.env, d.table, d.view.snap, e.file, p)
+	f := newDataFile(d.ref, e.add, p, t.rewrite)
 	if ch := d.GetChild(name); ch != nil {
 		if known, ok := ch.Operations().(*DataFile); ok {
 			f = known // keeps its size: materialize once per node
@@ -92,18 +94,17 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 
 // OpendirHandle lists the directory and lets the kernel keep the listing.
 func (d *SnapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	td, errno := d.treeDir()
+	_, td, errno := d.treeDir(ctx)
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	version := d.view.snap.Version()
 	list := make([]fuse.DirEntry, len(td.entries))
 	for i, e := range td.entries {
 		p := path.Join(d.dir, e.name)
-		if e.file == nil {
-			list[i] = fuse.DirEntry{Name: e.name, Mode: syscall.S_IFDIR, Ino: stableIno(kindSnapDir, d.table, version, p)}
+		if e.add == nil {
+			list[i] = fuse.DirEntry{Name: e.name, Mode: syscall.S_IFDIR, Ino: stableIno(kindSnapDir, d.ref.name, d.ref.version, p)}
 		} else {
-			list[i] = fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Ino: stableIno(kindFile, d.table, version, p)}
+			list[i] = fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Ino: stableIno(kindFile, d.ref.name, d.ref.version, p)}
 		}
 	}
 	return fs.NewListDirStream(list), fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0

@@ -1,11 +1,12 @@
 package nodes
 
 import (
+	"context"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/deltafs/deltafs/delta"
 )
@@ -13,40 +14,68 @@ import (
 // snapshotTree is the Hive layout of one snapshot: the live files placed
 // under "col=value/" directories built from their partition values (the
 // table's logical column names, in partition column order, escaped as
-// Spark does), flat for unpartitioned tables. It is immutable once built.
+// Spark does), flat for unpartitioned tables. It is immutable once built,
+// and lives as the snapshot's memo (delta.Snapshot.Memo): in the table's
+// cache, charged to its byte budget, evicted and rebuilt with it.
 //
 // Names never collide: partition directories are named first; a file whose
 // base name is already taken in its directory gets "~2", "~3", ... before
 // its extension, in path order of the files, so the names are stable.
+//
+// Cost: one treeEntry (24 bytes) a file, the names sharing the adds' path
+// strings where they need no suffix; a directory's entries are found by
+// binary search, with no per-name map.
 type snapshotTree struct {
-	dirs map[string]*treeDir // by directory path, "" = the snapshot root
+	dirs    map[string]*treeDir // by directory path, "" = the snapshot root
+	rewrite bool                // every file needs rewriting (column mapping)
+	bytes   int64               // estimated heap bytes
 }
 
 // treeDir is one directory of a snapshotTree.
 type treeDir struct {
-	entries []treeEntry    // sorted by name
-	byName  map[string]int // index into entries
+	entries []treeEntry // sorted by name
 }
 
-// treeEntry is a subdirectory (file == nil) or a live file.
+// treeEntry is a subdirectory (add == nil) or a live file.
 type treeEntry struct {
 	name string
-	file *delta.LiveFile
+	add  *delta.Add
 }
 
-// snapshotView is the lazily built tree of a snapshot, shared by the
-// snapshot's directory nodes.
-type snapshotView struct {
-	snap *delta.Snapshot
-	once sync.Once
-	tree *snapshotTree
-	err  error
+// snapRef is what every node of one @vN keeps of it: the table and the
+// version, never the snapshot itself, which the table's cache holds (and
+// rebuilds, identical, after evicting it). It is shared by the version's
+// directories and files.
+type snapRef struct {
+	env     *Env
+	table   Table
+	name    string    // the table's name in the mount
+	version int64     // the snapshot's version
+	mtime   time.Time // the version's commit time, for its directories
 }
 
-// get builds the tree on first use.
-func (v *snapshotView) get() (*snapshotTree, error) {
-	v.once.Do(func() { v.tree, v.err = buildTree(v.snap) })
-	return v.tree, v.err
+// snapshot returns the snapshot, from the table's cache or rebuilt.
+func (r *snapRef) snapshot(ctx context.Context) (*delta.Snapshot, error) {
+	return r.table.Snapshot(ctx, r.version)
+}
+
+// tree returns the snapshot's layout, building it on first use.
+func (r *snapRef) tree(ctx context.Context) (*snapshotTree, error) {
+	snap, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := snap.Memo(func() (any, int64, error) {
+		t, err := buildTree(snap)
+		if err != nil {
+			return nil, 0, err
+		}
+		return t, t.bytes, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*snapshotTree), nil
 }
 
 // buildTree lays out the live files of snap.
@@ -63,67 +92,67 @@ func buildTree(snap *delta.Snapshot) (*snapshotTree, error) {
 		}
 		return files[i].Add.DeletionVector.UniqueID() < files[j].Add.DeletionVector.UniqueID()
 	})
+	mode := snap.Metadata().ColumnMapping()
+	t := &snapshotTree{dirs: map[string]*treeDir{"": {}}, rewrite: mode != "" && mode != delta.ColumnMappingNone}
 	cols := snap.Metadata().PartitionColumns
-	t := &snapshotTree{dirs: map[string]*treeDir{"": newTreeDir()}}
-	fileDirs := make([]string, len(files))
+	fileDirs := make([]*treeDir, len(files))
 	for i := range files {
-		dir := ""
+		dir, d := "", t.dirs[""]
 		for _, c := range cols {
 			seg := delta.HivePathSegment(c, files[i].PartitionValues[c])
 			child := path.Join(dir, seg)
-			if _, ok := t.dirs[child]; !ok {
-				t.dirs[child] = newTreeDir()
-				t.dirs[dir].add(seg, nil)
+			cd, ok := t.dirs[child]
+			if !ok {
+				cd = &treeDir{}
+				t.dirs[child] = cd
+				d.entries = append(d.entries, treeEntry{name: seg})
+				t.bytes += 200 + int64(2*len(child))
 			}
-			dir = child
+			dir, d = child, cd
 		}
-		fileDirs[i] = dir
+		fileDirs[i] = d
 	}
+	taken := map[*treeDir]map[string]bool{} // only while building: names used so far
 	for i := range files {
-		d := t.dirs[fileDirs[i]]
-		d.add(d.freeName(path.Base(files[i].Key)), &files[i])
+		d := fileDirs[i]
+		if taken[d] == nil {
+			taken[d] = map[string]bool{}
+			for _, e := range d.entries {
+				taken[d][e.name] = true
+			}
+		}
+		name := freeName(taken[d], path.Base(files[i].Key))
+		taken[d][name] = true
+		d.entries = append(d.entries, treeEntry{name: name, add: files[i].Add})
 	}
 	for _, d := range t.dirs {
-		d.sort()
+		sort.Slice(d.entries, func(i, j int) bool { return d.entries[i].name < d.entries[j].name })
+		t.bytes += 24*int64(cap(d.entries)) + 64
 	}
 	return t, nil
 }
 
-func newTreeDir() *treeDir { return &treeDir{byName: map[string]int{}} }
-
-func (d *treeDir) add(name string, f *delta.LiveFile) {
-	d.byName[name] = len(d.entries)
-	d.entries = append(d.entries, treeEntry{name: name, file: f})
-}
-
 // freeName returns name, or name with "~N" before its extension when name
 // is taken.
-func (d *treeDir) freeName(name string) string {
-	if _, taken := d.byName[name]; !taken {
+func freeName(taken map[string]bool, name string) string {
+	if !taken[name] {
 		return name
 	}
 	ext := path.Ext(name)
 	stem := strings.TrimSuffix(name, ext)
 	for n := 2; ; n++ {
 		cand := stem + "~" + strconv.Itoa(n) + ext
-		if _, taken := d.byName[cand]; !taken {
+		if !taken[cand] {
 			return cand
 		}
 	}
 }
 
-func (d *treeDir) sort() {
-	sort.Slice(d.entries, func(i, j int) bool { return d.entries[i].name < d.entries[j].name })
-	for i, e := range d.entries {
-		d.byName[e.name] = i
-	}
-}
-
 // lookup returns the entry called name in d.
 func (d *treeDir) lookup(name string) (treeEntry, bool) {
-	i, ok := d.byName[name]
-	if !ok {
-		return treeEntry{}, false
+	i := sort.Search(len(d.entries), func(i int) bool { return d.entries[i].name >= name })
+	if i < len(d.entries) && d.entries[i].name == name {
+		return d.entries[i], true
 	}
-	return d.entries[i], true
+	return treeEntry{}, false
 }

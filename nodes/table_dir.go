@@ -201,16 +201,26 @@ func (d *TableDir) specChild(ctx context.Context, name string, out *fuse.EntryOu
 		}
 		return d.timeChild(ctx, name, v, out)
 	}
-	snap, err := d.table.Snapshot(ctx, spec.Version)
+	info, err := d.table.Version(ctx, spec.Version)
 	if err != nil {
 		return nil, d.env.metaErrno("read version", err, "table", d.name, "version", spec.Version)
 	}
-	return d.snapshotChild(ctx, snap, out), 0
+	return d.snapshotChild(ctx, info, out), 0
 }
 
-// snapshotChild returns the @vN directory of snap.
-func (d *TableDir) snapshotChild(ctx context.Context, snap *delta.Snapshot, out *fuse.EntryOut) *fs.Inode {
-	sd := &SnapshotDir{env: d.env, table: d.name, view: &snapshotView{snap: snap}}
+// snapshotChild returns the @vN directory of a version. It builds nothing:
+// the snapshot is read when something inside the directory is asked for.
+func (d *TableDir) snapshotChild(ctx context.Context, info delta.VersionInfo, out *fuse.EntryOut) *fs.Inode {
+	if ch := d.GetChild(versionName(info.Version)); ch != nil {
+		if sd, ok := ch.Operations().(*SnapshotDir); ok {
+			sd.fill(&out.Attr)
+			out.SetEntryTimeout(d.env.Opts.LongTimeout)
+			out.SetAttrTimeout(d.env.Opts.LongTimeout)
+			return ch
+		}
+	}
+	ref := &snapRef{env: d.env, table: d.table, name: d.name, version: info.Version, mtime: info.ModTime}
+	sd := &SnapshotDir{ref: ref}
 	sd.fill(&out.Attr)
 	out.SetEntryTimeout(d.env.Opts.LongTimeout)
 	out.SetAttrTimeout(d.env.Opts.LongTimeout)
