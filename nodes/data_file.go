@@ -23,10 +23,10 @@ type DataFile struct {
 	fs.Inode
 	readOnlyFile
 
-	ref     *snapRef   // the version, shared with its directories
-	add     *delta.Add // the live file's add action (shared with the snapshot)
-	path    string     // path inside the snapshot directory
-	rewrite bool       // served through the Materializer
+	ref     *snapRef     // the version, shared with its directories
+	add     *delta.Add   // the live file's add action (shared with the snapshot)
+	path    string       // path inside the snapshot directory
+	rewrite bool         // served through the Materializer
 	size    atomic.Int64 // served size, -1 until known
 }
 
