@@ -45,7 +45,11 @@ type diskCache struct {
 	entries map[string]*diskEntry // guarded by mu: by file name
 	lru     *list.List            // guarded by mu: *diskEntry, most recently used first
 	used    int64                 // guarded by mu: sum of entry sizes
-	builds  map[string]*buildCall // guarded by mu: by file name
+	// reserved is what Reserve handed out and Release has not given
+	// back: bytes of files kept outside the cache (staged uploads) that
+	// share its limit.
+	reserved int64                 // guarded by mu
+	builds   map[string]*buildCall // guarded by mu: by file name
 }
 
 // fileName returns the file name of a derived key: its SHA-256 in hex.
@@ -121,7 +125,7 @@ func (d *diskCache) addLocked(e *diskEntry) {
 // unlinked under the lock so that a concurrent build of the same key cannot
 // have its new file deleted by a late unlink.
 func (d *diskCache) evictLocked() {
-	for el := d.lru.Back(); el != nil && d.used > d.limit; {
+	for el := d.lru.Back(); el != nil && d.used+d.reserved > d.limit; {
 		e := el.Value.(*diskEntry)
 		el = el.Prev()
 		if e.refs > 0 {
@@ -136,6 +140,42 @@ func (d *diskCache) evictLocked() {
 		d.stats.diskBytes.Add(-e.size)
 		d.stats.diskEvictions.Add(1)
 	}
+}
+
+// ErrDiskFull reports a Reserve the disk limit cannot hold, even with
+// every file that is not open evicted.
+var ErrDiskFull = errors.New("blobcache: disk limit reached")
+
+// Reserve takes n bytes of the disk limit for a file kept outside the
+// cache (a staged upload), evicting files that are not open to make room.
+// It fails with an error wrapping ErrDiskFull when the limit cannot hold
+// them. Release gives the bytes back.
+func (c *Cache) Reserve(n int64) error {
+	d := c.disk
+	if d == nil || n <= 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.reserved += n
+	d.evictLocked()
+	if d.used+d.reserved > d.limit {
+		d.reserved -= n
+		return fmt.Errorf("%w: %d more bytes do not fit in %d (%d reserved, %d held by open cached files)",
+			ErrDiskFull, n, d.limit, d.reserved, d.used)
+	}
+	return nil
+}
+
+// Release gives back n bytes taken by Reserve.
+func (c *Cache) Release(n int64) {
+	d := c.disk
+	if d == nil || n <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.reserved = max(d.reserved-n, 0)
 }
 
 // release drops one reference to e and evicts if over the limit.

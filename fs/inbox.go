@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/nodes"
 	"github.com/deltafs/deltafs/writeback"
@@ -145,3 +146,17 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// stagingBudget counts staged inbox files against the disk cache's limit
+// (--cache-size): staging evicts cached files to make room, and a write
+// beyond what the limit holds fails with ENOSPC.
+type stagingBudget struct{ c *blobcache.Cache }
+
+func (b stagingBudget) Reserve(n int64) error {
+	if err := b.c.Reserve(n); err != nil {
+		return fmt.Errorf("staging: %w (--cache-size bounds the disk cache and staged inbox files together): %w", syscall.ENOSPC, err)
+	}
+	return nil
+}
+
+func (b stagingBudget) Release(n int64) { b.c.Release(n) }

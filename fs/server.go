@@ -101,6 +101,7 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 		ShortTimeout: s.cfg.Refresh,
 		Logger:       s.cfg.Logger,
 		Observer:     s.stats,
+		Staging:      stagingBudget{s.cache},
 	})
 	for _, t := range s.tables {
 		d := nodes.NewTableDir(s.env, t.name, t.table)

@@ -94,6 +94,21 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, is told of every failed operation (metrics).
 	Observer Observer
+	// Staging, when set, bounds the local disk taken by staged inbox
+	// files: each write that grows a staged file reserves its growth,
+	// and a file's bytes are given back when it leaves the inbox.
+	Staging Budget
+}
+
+// Budget is a bound on local disk bytes shared with others (fs wires the
+// disk cache's, so staged inbox files and cached files share
+// --cache-size). Implementations must be safe for concurrent use.
+type Budget interface {
+	// Reserve takes n bytes of the budget, or returns an error (wrapping
+	// syscall.ENOSPC) saying why it cannot.
+	Reserve(n int64) error
+	// Release gives back n bytes taken by Reserve.
+	Release(n int64)
 }
 
 // Observer is told of each operation that failed, once its errno is
@@ -123,6 +138,21 @@ type Env struct {
 // then rewritten files are opened with FOPEN_DIRECT_IO (see DataFile.Open);
 // otherwise (or until called) they use the page cache like stored files.
 func (e *Env) SetDirectIO(ok bool) { e.directIO.Store(ok) }
+
+// reserveStaging takes n bytes of the staging budget, if there is one.
+func (e *Env) reserveStaging(n int64) error {
+	if n <= 0 || e.Opts.Staging == nil {
+		return nil
+	}
+	return e.Opts.Staging.Reserve(n)
+}
+
+// releaseStaging gives back n bytes taken by reserveStaging.
+func (e *Env) releaseStaging(n int64) {
+	if n > 0 && e.Opts.Staging != nil {
+		e.Opts.Staging.Release(n)
+	}
+}
 
 // NewEnv returns an Env with the defaults of opts filled in.
 func NewEnv(data DataSource, mat Materializer, opts Options) *Env {

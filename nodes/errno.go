@@ -89,7 +89,8 @@ func (e *Env) logFailure(op string, err error, attrs []any) {
 // inboxErrno maps the outcome of an inbox operation (create, mkdir, the
 // commit of a staged file) and logs refusals: a file or name the table
 // does not accept is EINVAL, a table deltafs cannot write EROFS, an
-// interrupted request EINTR, and anything else (storage trouble, a commit
+// interrupted request EINTR, a staged file cut short by a full disk or
+// the staging budget ENOSPC (EDQUOT for a quota), and anything else (storage trouble, a commit
 // conflict not resolved in the committer's time) EIO. A conflict is EIO,
 // not EAGAIN: programs do not retry close().
 func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
@@ -106,6 +107,14 @@ func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
 		return syscall.EROFS
 	case cancelled(err):
 		return syscall.EINTR
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		errno := syscall.ENOSPC
+		if errors.Is(err, syscall.EDQUOT) {
+			errno = syscall.EDQUOT
+		}
+		e.logFailure("inbox "+op, err, attrs)
+		e.observe("inbox "+op, errno, false)
+		return errno
 	default:
 		e.logFailure("inbox "+op, err, attrs)
 		e.observe("inbox "+op, syscall.EIO, false)
@@ -125,6 +134,12 @@ func errnoName(errno syscall.Errno) string {
 		return "EIO"
 	case syscall.EINTR:
 		return "EINTR"
+	case syscall.ENOSPC:
+		return "ENOSPC"
+	case syscall.EDQUOT:
+		return "EDQUOT"
+	case syscall.EBUSY:
+		return "EBUSY"
 	}
 	return errno.Error()
 }

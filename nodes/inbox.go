@@ -204,6 +204,16 @@ func canonicalPartition(c *delta.StructField, val *string) (string, *string, err
 	return c.Name, s, nil
 }
 
+// drop removes f's staging file, gives its bytes back to the staging
+// budget and takes f out of the inbox.
+func (in *inbox) drop(f *InboxFile) {
+	if err := os.Remove(f.path); err != nil && !os.IsNotExist(err) {
+		in.dir.env.log.Warn("deltafs: remove staged file", "table", in.dir.name, "file", f.rel(), "err", err)
+	}
+	f.releaseStaged()
+	f.detach()
+}
+
 // commit appends the staged file f (size bytes, shown as rel) and settles
 // its fate: on success the version exists and @latest shows it before
 // commit returns; either way the staged copy is removed, f leaves the
@@ -214,10 +224,7 @@ func (in *inbox) commit(ctx context.Context, f *InboxFile, rel string, sf Staged
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
 	v, err := in.writer.Append(ctx, sf)
-	if rmErr := os.Remove(sf.LocalPath); rmErr != nil && !os.IsNotExist(rmErr) {
-		in.dir.env.log.Warn("deltafs: remove staged file", "table", in.dir.name, "file", rel, "err", rmErr)
-	}
-	f.detach()
+	in.drop(f)
 	if err != nil {
 		return in.refuse("commit", rel, err)
 	}

@@ -2,6 +2,8 @@ package nodes
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path"
 	"sync"
@@ -15,17 +17,31 @@ import (
 // InboxFile is a file being written into an inbox directory. Its bytes
 // live in a local staging file, never in the table, until the commit.
 //
-// The outcome is decided once, by the first of:
-//   - Flush (close) of a write handle by the process that opened it,
+// One open for writing at a time: a second open for writing (another
+// process, or the same one opening the name again, with or without
+// O_TRUNC) while a write handle is open fails with EBUSY, so that two
+// writers never share, truncate or interleave one staging file and an
+// acknowledgement always means that this writer's bytes are the ones
+// committed. Descriptors of the one open (dup, fork) share it.
+//
+// The file is complete at the last close of the opener's last descriptor:
+// a Flush by the process that opened the handle commits only when that
+// process holds no other descriptor of the file (dup, dup2, a shell's
+// "exec 3>f" with later ">&3": their closes flush too, and are not the
+// end). The outcome is decided once, by the first of:
+//   - that last close (its close() returns the outcome),
 //   - Fsync of any handle,
-//   - Release of the last write handle (a close by another process than
-//     the opener, e.g. after fork; the result is then only in
-//     _status.jsonl, as the kernel ignores Release's),
+//   - Release of the last write handle (when the opener's last close was
+//     not seen, e.g. the opener exited and a forked child closed last;
+//     the result is then only in _status.jsonl, as the kernel ignores
+//     Release's),
 //
 // that finds the file non-empty. An empty file (touch, "> f") stays
 // staged without error until written, as mountpoint-s3 does. Later
-// Flushes (dup'd descriptors, other handles) get the same answer: the
-// commit happens once. The staged file is handed to the Writer, which
+// Flushes get the same answer: the commit happens once. A write that
+// failed (the staging disk is full, the staging budget of --cache-size
+// is spent: ENOSPC) makes the file incomplete: its commit is refused with
+// that error and errno. The staged file is handed to the Writer, which
 // validates and appends it: success returns 0 once the version exists;
 // a refusal returns EINVAL (bad file), EROFS (table not writable) or EIO
 // (storage trouble, a conflict not resolved in time). Either way the
@@ -38,13 +54,17 @@ type InboxFile struct {
 	dir  *InboxDir // constant: renames stay within dir
 	path string    // the staging file
 
-	mu      sync.Mutex
-	name    string        // guarded by mu
-	state   fileState     // guarded by mu
-	done    chan struct{} // guarded by mu: closed when the commit ended
-	errno   syscall.Errno // guarded by mu: the outcome once stateDone
-	writers int           // guarded by mu: open write handles
-	size    int64         // guarded by mu: the size when the commit began
+	mu     sync.Mutex
+	name   string        // guarded by mu
+	state  fileState     // guarded by mu
+	done   chan struct{} // guarded by mu: closed when the commit ended
+	errno  syscall.Errno // guarded by mu: the outcome once stateDone
+	writer *inboxHandle  // guarded by mu: the one open write handle not yet closed for good, or nil
+	size   int64         // guarded by mu: the size when the commit began
+	// staged is the staging file's size as the writes made it, counted
+	// against the mount's staging budget until the file leaves.
+	staged   int64 // guarded by mu
+	writeErr error // guarded by mu: the first failed write or truncate, which makes the file incomplete
 }
 
 // fileState is where a staged file is in its life.
@@ -68,8 +88,17 @@ var (
 )
 
 // newInboxFile creates the staging file of name in d.
+// A staging directory removed under the mount (rm -rf of the cache dir)
+// is made again.
 func newInboxFile(d *InboxDir, name string) (*InboxFile, error) {
 	tmp, err := os.CreateTemp(d.in.staging, "staged-*.parquet")
+	if errors.Is(err, os.ErrNotExist) {
+		if mkErr := os.MkdirAll(d.in.staging, 0o700); mkErr != nil {
+			return nil, fmt.Errorf("staging dir %s: %w", d.in.staging, mkErr)
+		}
+		d.in.dir.env.log.Warn("deltafs: inbox staging dir was removed; made it again", "table", d.in.dir.name, "dir", d.in.staging)
+		tmp, err = os.CreateTemp(d.in.staging, "staged-*.parquet")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -101,13 +130,20 @@ func (f *InboxFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.Attr
 }
 
 // Setattr truncates a staged file (ftruncate, O_TRUNC through setattr);
-// mode, owner and times are accepted and ignored (touch, cp -p).
+// mode, owner and times are accepted and ignored (touch, cp -p). A
+// truncate without a handle (truncate(2), and O_TRUNC: the kernel sends
+// it after the open, without the handle) from another process than the
+// write handle's opener is EBUSY, as a second open for writing is: it
+// would cut another writer's bytes.
 func (f *InboxFile) Setattr(ctx context.Context, h fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if size, ok := in.GetSize(); ok {
 		f.mu.Lock()
 		errno := f.writableLocked()
+		if _, mine := h.(*inboxHandle); errno == 0 && !mine && f.writer != nil && !sameProcess(f.writer.pid, callerPid(ctx)) {
+			errno = syscall.EBUSY
+		}
 		if errno == 0 {
-			errno = fs.ToErrno(os.Truncate(f.path, int64(size)))
+			errno = f.resizeLocked(int64(size))
 		}
 		f.mu.Unlock()
 		if errno != 0 {
@@ -115,6 +151,33 @@ func (f *InboxFile) Setattr(ctx context.Context, h fs.FileHandle, in *fuse.SetAt
 		}
 	}
 	return f.Getattr(ctx, h, out)
+}
+
+// resizeLocked truncates (or extends) the staging file to size, within
+// the staging budget; a failure makes the file incomplete.
+func (f *InboxFile) resizeLocked(size int64) syscall.Errno {
+	if size > f.staged {
+		if err := f.in.dir.env.reserveStaging(size - f.staged); err != nil {
+			return f.failLocked(err)
+		}
+	} else {
+		f.in.dir.env.releaseStaging(f.staged - size)
+	}
+	if err := os.Truncate(f.path, size); err != nil {
+		f.in.dir.env.releaseStaging(max(size-f.staged, 0))
+		return f.failLocked(err)
+	}
+	f.staged = size
+	return 0
+}
+
+// failLocked records the first failed write or truncate (the file is
+// then incomplete and its commit refused) and returns its errno.
+func (f *InboxFile) failLocked(err error) syscall.Errno {
+	if f.writeErr == nil {
+		f.writeErr = err
+	}
+	return fs.ToErrno(err)
 }
 
 // writableLocked says whether the content may still change.
@@ -137,7 +200,9 @@ func (f *InboxFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 	return h, fuse.FOPEN_DIRECT_IO, 0
 }
 
-// open returns a handle on the staging file for the caller's flags.
+// open returns a handle on the staging file for the caller's flags; an
+// open for writing while another write handle is open is EBUSY (see the
+// type's doc).
 func (f *InboxFile) open(ctx context.Context, flags uint32) (*inboxHandle, syscall.Errno) {
 	write := flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0
 	f.mu.Lock()
@@ -145,21 +210,28 @@ func (f *InboxFile) open(ctx context.Context, flags uint32) (*inboxHandle, sysca
 	if f.state != stateStaged {
 		return nil, syscall.ESTALE
 	}
+	if write && f.writer != nil {
+		return nil, syscall.EBUSY
+	}
 	local := os.O_RDWR
 	if flags&syscall.O_APPEND != 0 {
 		local |= os.O_APPEND
-	}
-	if write && flags&syscall.O_TRUNC != 0 {
-		local |= os.O_TRUNC
 	}
 	file, err := os.OpenFile(f.path, local, 0)
 	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
-	if write {
-		f.writers++
+	if write && flags&syscall.O_TRUNC != 0 {
+		if errno := f.resizeLocked(0); errno != 0 {
+			file.Close()
+			return nil, errno
+		}
 	}
-	return &inboxHandle{f: file, write: write, appendMode: local&os.O_APPEND != 0, pid: callerPid(ctx)}, 0
+	h := &inboxHandle{f: file, write: write, appendMode: local&os.O_APPEND != 0, pid: callerPid(ctx)}
+	if write {
+		f.writer = h
+	}
+	return h, 0
 }
 
 // Read reads the staged bytes.
@@ -171,7 +243,10 @@ func (f *InboxFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off
 	return h.read(dest, off)
 }
 
-// Write writes to the staged file, while it is not being committed.
+// Write writes to the staged file, while it is not being committed and
+// within the staging budget (ENOSPC beyond it). A handle whose opener
+// closed it for good writes no more (EBADF): a new writer may own the
+// file by then.
 func (f *InboxFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	h, ok := fh.(*inboxHandle)
 	if !ok || !h.write {
@@ -182,16 +257,57 @@ func (f *InboxFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, of
 	if errno := f.writableLocked(); errno != 0 {
 		return 0, errno
 	}
-	return h.writeAt(data, off)
+	if h.closed {
+		return 0, syscall.EBADF
+	}
+	if h.appendMode {
+		off = f.staged
+	}
+	grow := max(off+int64(len(data))-f.staged, 0)
+	if err := f.in.dir.env.reserveStaging(grow); err != nil {
+		return 0, f.failLocked(err)
+	}
+	n, err := h.writeAt(data, off)
+	size := max(f.staged, off+int64(n))
+	f.in.dir.env.releaseStaging(grow - (size - f.staged))
+	f.staged = size
+	if err != nil {
+		return uint32(n), f.failLocked(err)
+	}
+	return uint32(n), 0
 }
 
-// Flush decides the outcome when the opener closes a write handle.
+// Flush decides the outcome at the last close of the opener's last
+// descriptor of a write handle (see the type's doc); other closes
+// return 0.
 func (f *InboxFile) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	h, ok := fh.(*inboxHandle)
-	if !ok || !h.write || !sameProcess(h.pid, callerPid(ctx)) {
+	pid := callerPid(ctx)
+	if !ok || !h.write || !sameProcess(h.pid, pid) {
 		return 0
 	}
+	if holdsDescriptor(pid, f.StableAttr().Ino) {
+		return 0 // a dup of the descriptor is still open: not the end
+	}
+	f.closeHandle(h)
 	return f.commit(ctx)
+}
+
+// closeHandle marks h closed for good: it no longer counts as a writer
+// (the next open for writing may proceed) and writes through it fail.
+// It reports whether h was the last write handle.
+func (f *InboxFile) closeHandle(h *inboxHandle) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.closed = true
+	if f.writer != h {
+		return false
+	}
+	f.writer = nil
+	return true
 }
 
 // Fsync commits a non-empty file.
@@ -210,11 +326,7 @@ func (f *InboxFile) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno
 	if !h.write {
 		return 0
 	}
-	f.mu.Lock()
-	f.writers--
-	last := f.writers == 0 && f.state == stateStaged
-	f.mu.Unlock()
-	if last {
+	if f.closeHandle(h) {
 		f.commit(context.Background())
 	}
 	return 0
@@ -238,12 +350,22 @@ func (f *InboxFile) commit(ctx context.Context) syscall.Errno {
 		return f.errno
 	}
 	st, err := os.Stat(f.path)
-	if err != nil || st.Size() == 0 {
+	if err == nil && st.Size() == 0 && f.writeErr == nil {
 		f.mu.Unlock()
-		if err != nil {
-			return f.in.refuse("commit", f.rel(), err)
-		}
 		return 0
+	}
+	if err == nil && f.writeErr != nil {
+		err = fmt.Errorf("a write to the staged file failed, so it is incomplete: %w", f.writeErr)
+	}
+	if err != nil {
+		// Not handed to the Writer: refused here, once.
+		f.state, f.done = stateCommitting, make(chan struct{})
+		rel := path.Join(f.dir.rel, f.name)
+		f.mu.Unlock()
+		f.in.drop(f)
+		errno := f.in.refuse("commit", rel, err)
+		f.finish(errno)
+		return errno
 	}
 	f.state, f.done, f.size = stateCommitting, make(chan struct{}), st.Size()
 	rel := path.Join(f.dir.rel, f.name)
@@ -251,12 +373,25 @@ func (f *InboxFile) commit(ctx context.Context) syscall.Errno {
 	f.mu.Unlock()
 
 	errno := f.in.commit(ctx, f, rel, sf, st.Size())
+	f.finish(errno)
+	return errno
+}
 
+// finish records the outcome of the commit.
+func (f *InboxFile) finish(errno syscall.Errno) {
 	f.mu.Lock()
 	f.state, f.errno = stateDone, errno
 	close(f.done)
 	f.mu.Unlock()
-	return errno
+}
+
+// releaseStaged gives the file's bytes back to the staging budget, once
+// its staging file is gone.
+func (f *InboxFile) releaseStaged() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.in.dir.env.releaseStaging(f.staged)
+	f.staged = 0
 }
 
 // detach removes the file from its directory, in the tree and in the
@@ -283,6 +418,8 @@ func (f *InboxFile) unlink() syscall.Errno {
 		// close() succeeds as for any unlinked file.
 		f.state, f.errno = stateDone, 0
 		os.Remove(f.path)
+		f.in.dir.env.releaseStaging(f.staged)
+		f.staged = 0
 	}
 	f.ForgetPersistent()
 	return 0

@@ -21,6 +21,7 @@ type inboxHandle struct {
 	write      bool
 	appendMode bool // O_APPEND: writes go to the end, whatever offset the kernel sends
 	pid        uint32
+	closed     bool // guarded by InboxFile.mu: the opener closed its last descriptor (see InboxFile.Flush)
 }
 
 func (h *inboxHandle) read(dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -31,7 +32,7 @@ func (h *inboxHandle) read(dest []byte, off int64) (fuse.ReadResult, syscall.Err
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
-func (h *inboxHandle) writeAt(data []byte, off int64) (uint32, syscall.Errno) {
+func (h *inboxHandle) writeAt(data []byte, off int64) (int, error) {
 	var n int
 	var err error
 	if h.appendMode {
@@ -39,10 +40,7 @@ func (h *inboxHandle) writeAt(data []byte, off int64) (uint32, syscall.Errno) {
 	} else {
 		n, err = h.f.WriteAt(data, off)
 	}
-	if err != nil {
-		return uint32(n), fs.ToErrno(err)
-	}
-	return uint32(n), 0
+	return n, err
 }
 
 // callerPid is the thread id of the process making the FUSE request, 0
@@ -88,4 +86,33 @@ func tgid(tid uint32) uint32 {
 		}
 	}
 	return 0
+}
+
+// holdsDescriptor reports whether the process of thread tid has a file
+// descriptor open on the mount's inode ino (a dup of one being closed:
+// close(2) takes the descriptor out of the table before the FLUSH
+// request, so the one closing is not seen). It reads
+// /proc/<pid>/fdinfo, which names each descriptor's inode without
+// touching the file (no request to this mount). Unknown answers are
+// "no". go-fuse numbers these inodes from 2^63 up, so another file
+// system's inode does not match; another deltafs mount's could, and
+// would only make this close not the deciding one.
+func holdsDescriptor(tid uint32, ino uint64) bool {
+	pid := tgid(tid)
+	if pid == 0 {
+		return false
+	}
+	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/fdinfo/"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	want := "\nino:\t" + strconv.FormatUint(ino, 10) + "\n"
+	for _, e := range ents {
+		data, err := os.ReadFile(dir + e.Name())
+		if err == nil && strings.Contains(string(data), want) {
+			return true
+		}
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -403,5 +404,101 @@ func TestInboxNotWritable(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(inbox, "x.parquet"), parquetish, 0o644); !errors.Is(err, syscall.EROFS) {
 		t.Errorf("create: %v, want EROFS", err)
+	}
+}
+
+// TestInboxSecondWriterBusy: while one handle writes a staged file, a
+// second open of the name for writing (O_TRUNC or not) and a truncate by
+// path are EBUSY, so that the first writer's acknowledged bytes are the
+// ones committed; once the first closed, the name can be written again.
+func TestInboxSecondWriterBusy(t *testing.T) {
+	w := &fakeWriter{}
+	inbox, _ := mountInbox(t, w)
+	p := filepath.Join(inbox, "same.parquet")
+	first, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close() // a no-op once closed; before that, lets the mount go
+	mine := []byte("PAR1 the first writer's rows PAR1")
+	if _, err := first.Write(mine[:10]); err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range []int{os.O_WRONLY | os.O_TRUNC, os.O_WRONLY | os.O_CREATE | os.O_TRUNC, os.O_RDWR, os.O_WRONLY | os.O_APPEND} {
+		if second, err := os.OpenFile(p, flags, 0o644); !errors.Is(err, syscall.EBUSY) {
+			if err == nil {
+				second.Close()
+			}
+			t.Errorf("second open for writing (flags %#x): %v, want EBUSY", flags, err)
+		}
+	}
+	// Another process truncating by path (O_TRUNC and truncate(2) reach
+	// the mount as a truncate without a handle).
+	if out, err := exec.Command("truncate", "-s", "0", p).CombinedOutput(); err == nil {
+		t.Errorf("truncate by another process succeeded: %s", out)
+	}
+	reader, err := os.Open(p)
+	if err != nil {
+		t.Errorf("open for reading while written: %v", err)
+	} else {
+		reader.Close()
+	}
+	if _, err := first.Write(mine[10:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatalf("close of the first writer: %v", err)
+	}
+	if len(w.content) != 1 || !bytes.Equal(w.content[0], mine) {
+		t.Fatalf("committed %q, want the first writer's %q", w.content, mine)
+	}
+	if err := os.WriteFile(p, parquetish, 0o644); err != nil {
+		t.Fatalf("write after the first committed: %v", err)
+	}
+	if len(w.content) != 2 || !bytes.Equal(w.content[1], parquetish) {
+		t.Errorf("second commit %q, want %q", w.content, parquetish)
+	}
+}
+
+// TestInboxDupClosedEarly: a shell's "exec 3>f; ...; cmd >&3" closes a
+// dup of the descriptor after each command; those closes are not the end
+// of the file. It commits once, whole, at the last close.
+func TestInboxDupClosedEarly(t *testing.T) {
+	w := &fakeWriter{}
+	inbox, _ := mountInbox(t, w)
+	p := filepath.Join(inbox, "shell.parquet")
+	script := `exec 3>"$1"; printf 'PAR1 first half ' >&3; echo -n '' >&3; printf 'second half PAR1' >&3; exec 3>&-`
+	if out, err := exec.Command("sh", "-c", script, "sh", p).CombinedOutput(); err != nil {
+		t.Fatalf("shell: %v: %s", err, out)
+	}
+	want := []byte("PAR1 first half second half PAR1")
+	if len(w.content) != 1 || !bytes.Equal(w.content[0], want) {
+		t.Errorf("commits %q, want one of %q", w.content, want)
+	}
+	// The same with dup(2) in this process, closing the copy first.
+	f, err := os.Create(filepath.Join(inbox, "dup2.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() // a no-op once closed; before that, lets the mount go
+	f.Write(want[:8])
+	fd2, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Close(fd2); err != nil {
+		t.Fatalf("close of the dup: %v", err)
+	}
+	if len(w.calls()) != 1 {
+		t.Fatalf("closing a dup committed the half-written file")
+	}
+	if _, err := f.Write(want[8:]); err != nil {
+		t.Fatalf("write after the dup's close: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("last close: %v", err)
+	}
+	if len(w.content) != 2 || !bytes.Equal(w.content[1], want) {
+		t.Errorf("commits %q, want %q second", w.content, want)
 	}
 }
