@@ -110,8 +110,8 @@ func writerOK(*Metadata, *StructType) string { return "" }
 // collations, catalog-managed, unknown names).
 var writerFeaturesSupported = map[string]writerCheck{
 	"appendOnly":               writerOK, // appends are allowed on append-only tables
-	"invariants":               noFieldMetadata("delta.invariants", "column invariants"),
-	"checkConstraints":         noConfigPrefix("delta.constraints.", "CHECK constraints"),
+	"invariants":               writerOK, // the appender evaluates them (see CheckWritable)
+	"checkConstraints":         writerOK, // the appender evaluates them (see CheckWritable)
 	"changeDataFeed":           writerOK, // pure inserts need no cdc files
 	"generatedColumns":         noFieldMetadata("delta.generationExpression", "generated columns"),
 	"identityColumns":          noFieldMetadata("delta.identity.", "identity columns"),
@@ -143,16 +143,20 @@ var legacyWriterFeatures = [][]string{
 	6: {"identityColumns"},
 }
 
-// CheckWritable returns nil when a blind appender (adds only, no SQL
-// evaluator, partition columns not materialized) may commit to the table
-// version with protocol p and metadata m. It requires everything
-// CheckReadable does, writer version <= 7, and that every writer feature,
-// listed (writer 7) or implied by a legacy writer version (2: appendOnly,
-// invariants; 3: +checkConstraints; 4: +changeDataFeed, generatedColumns;
+// CheckWritable returns nil when a blind appender (adds only, partition
+// columns not materialized) may commit to the table version with protocol
+// p and metadata m. It requires everything CheckReadable does, writer
+// version <= 7, and that every writer feature, listed (writer 7) or
+// implied by a legacy writer version (2: appendOnly, invariants;
+// 3: +checkConstraints; 4: +changeDataFeed, generatedColumns;
 // 5: +columnMapping; 6: +identityColumns), is implemented and, for
-// invariants, CHECK constraints, generated, identity and default columns,
-// not in use. The *UnsupportedFeatureError (Kind "writer") names every
-// reason, e.g. "invariants (column invariants in use)".
+// generated, identity and default columns, not in use. Column invariants
+// and CHECK constraints do not make a table unwritable here: the appender
+// must evaluate them on every row, and refuse what it cannot evaluate,
+// wherever they are present (Spark enforces them even where the protocol
+// version says they are inactive). The *UnsupportedFeatureError (Kind
+// "writer") names every reason, e.g. "generatedColumns (generated columns
+// in use: column c2)".
 func CheckWritable(table string, version int64, p *Protocol, m *Metadata) error {
 	if err := checkPresent(table, version, p, m); err != nil {
 		return err
@@ -241,17 +245,6 @@ func noFieldMetadata(keyPrefix, what string) writerCheck {
 	return func(_ *Metadata, s *StructType) string {
 		if col := findFieldMetadata(s, nil, keyPrefix); col != "" {
 			return what + " in use: column " + col
-		}
-		return ""
-	}
-}
-
-func noConfigPrefix(prefix, what string) writerCheck {
-	return func(m *Metadata, _ *StructType) string {
-		for k := range m.Configuration {
-			if strings.HasPrefix(k, prefix) {
-				return what + " in use: " + k
-			}
 		}
 		return ""
 	}

@@ -126,11 +126,9 @@ func TestCheckWritable(t *testing.T) {
 	}{
 		{"legacy 2 unused", proto(1, 2, nil, nil), plain, nil},
 		{"all implemented, none in use", proto(3, 7, []string{"deletionVectors"}, ok), plain, nil},
-		{"invariants in use", proto(1, 2, nil, nil), metaWith(fieldMetaSchema("delta.invariants"), nil),
-			[]string{"invariants (column invariants in use: column s.element.x)"}},
-		{"writer 1 has no invariants", proto(1, 1, nil, nil), metaWith(fieldMetaSchema("delta.invariants"), nil), nil},
-		{"constraints in use", proto(1, 3, nil, nil), metaWith(plainSchema, map[string]string{"delta.constraints.pos": "a > 0"}),
-			[]string{"checkConstraints (CHECK constraints in use: delta.constraints.pos)"}},
+		// Invariants and CHECK constraints are the appender's to evaluate.
+		{"invariants in use", proto(1, 2, nil, nil), metaWith(fieldMetaSchema("delta.invariants"), nil), nil},
+		{"constraints in use", proto(1, 3, nil, nil), metaWith(plainSchema, map[string]string{"delta.constraints.pos": "a > 0"}), nil},
 		{"generated in use", proto(1, 4, nil, nil), metaWith(fieldMetaSchema("delta.generationExpression"), nil),
 			[]string{"generatedColumns (generated columns in use: column s.element.x)"}},
 		{"generated below writer 4", proto(1, 3, nil, nil), metaWith(fieldMetaSchema("delta.generationExpression"), nil), nil},

@@ -67,6 +67,13 @@ func (c *Committer) prepare(snap *delta.Snapshot, f File) (*prepared, error) {
 	if err := checkNoNulls(pq, sc.nonNull, display); err != nil {
 		return nil, err
 	}
+	cs, err := tableConstraints(m, schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
+	}
+	if err := p.checkConstraints(cs, schema, pq, sc.leaves, partCols, m.ColumnMapping()); err != nil {
+		return nil, err
+	}
 	if sc.mode != delta.ColumnMappingNone {
 		p.renames = sc.renames
 	}

@@ -42,7 +42,8 @@ import (
 var (
 	// ErrInvalidFile reports a file that cannot be appended as it is: not
 	// Parquet, a schema or type mismatch, nulls in a non-nullable column, a
-	// missing or unparsable partition value. The wrapping error says which
+	// row violating a CHECK constraint or a column invariant, a missing or
+	// unparsable partition value. The wrapping error says which
 	// file, column and expectation.
 	ErrInvalidFile = errors.New("invalid file for append")
 	// ErrNotWritable reports a table this package cannot append to; it
@@ -160,6 +161,17 @@ func (c *Committer) writable(snap *delta.Snapshot) error {
 			ErrNotWritable, snap.Table(), snap.Version())
 	}
 	if _, err := m.PartitionSchema(); err != nil {
+		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		return err
+	}
+	cs, err := tableConstraints(m, schema)
+	if err == nil {
+		err = checkConstraintsCompile(cs, schema)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
 	}
 	return nil
