@@ -60,6 +60,7 @@ type addCols struct {
 	g                                     pqGroup
 	path, size, modTime, dataChange       *pqLeaf
 	stats, numRecords                     *pqLeaf
+	parsed                                *parsedStats // nil without stats_parsed
 	baseRowID, rowCommitVersion, provider *pqLeaf
 	partitionValues, tags                 pqMap
 	dv                                    dvCols
@@ -74,6 +75,7 @@ func newAddCols(s pqResolver) *addCols {
 		dataChange:       s.leaf("dataChange"),
 		stats:            s.leaf("stats"),
 		numRecords:       s.leaf("stats_parsed", "numRecords"),
+		parsed:           newParsedStats(s),
 		baseRowID:        s.leaf("baseRowId"),
 		rowCommitVersion: s.leaf("defaultRowCommitVersion"),
 		provider:         s.leaf("clusteringProvider"),
@@ -99,11 +101,18 @@ func (c *addCols) decode(rr *pqRowReader, a *Action) {
 		DefaultRowCommitVersion: rr.optI64(c.rowCommitVersion),
 		ClusteringProvider:      rr.optStr(c.provider),
 	}
-	// stats_parsed is only consulted when the JSON stats cannot answer.
-	if c.numRecords.col != nil {
-		if _, ok := statsNumRecords(add.Stats); !ok {
-			add.NumRecordsParsed = rr.optI64(c.numRecords)
+	// stats_parsed is only consulted when the JSON stats cannot answer:
+	// absent JSON stats are rebuilt from it (numRecords included), so that
+	// no checkpoint written from these actions loses them. Each leaf is
+	// read at most once per row.
+	switch _, ok := statsNumRecords(add.Stats); {
+	case add.Stats == "" && c.parsed != nil:
+		add.Stats = c.parsed.json(rr)
+		if n, ok := statsNumRecords(add.Stats); ok {
+			add.NumRecordsParsed = &n
 		}
+	case !ok && c.numRecords.col != nil:
+		add.NumRecordsParsed = rr.optI64(c.numRecords)
 	}
 	a.Add = add
 }

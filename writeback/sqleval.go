@@ -28,7 +28,9 @@ type sqlType struct {
 	precision, scale int
 }
 
-func (t sqlType) numeric() bool { return t.kind == kindInt || t.kind == kindDecimal || t.kind == kindFloat }
+func (t sqlType) numeric() bool {
+	return t.kind == kindInt || t.kind == kindDecimal || t.kind == kindFloat
+}
 
 func (t sqlType) String() string {
 	switch t.kind {
@@ -61,12 +63,12 @@ type sqlValue struct {
 
 var nullValue = sqlValue{kind: kindNull}
 
-func boolValue(b bool) sqlValue        { return sqlValue{kind: kindBool, b: b} }
-func strValue(s string) sqlValue       { return sqlValue{kind: kindString, s: s} }
-func exactValue(r *big.Rat) sqlValue   { return sqlValue{kind: kindDecimal, r: r} }
-func floatValue(f float64) sqlValue    { return sqlValue{kind: kindFloat, f: f} }
-func (v sqlValue) isNull() bool        { return v.kind == kindNull }
-func intValue(n int64) sqlValue        { return exactValue(new(big.Rat).SetInt64(n)) }
+func boolValue(b bool) sqlValue      { return sqlValue{kind: kindBool, b: b} }
+func strValue(s string) sqlValue     { return sqlValue{kind: kindString, s: s} }
+func exactValue(r *big.Rat) sqlValue { return sqlValue{kind: kindDecimal, r: r} }
+func floatValue(f float64) sqlValue  { return sqlValue{kind: kindFloat, f: f} }
+func (v sqlValue) isNull() bool      { return v.kind == kindNull }
+func intValue(n int64) sqlValue      { return exactValue(new(big.Rat).SetInt64(n)) }
 func (v sqlValue) asFloat(bits int) float64 {
 	f := v.f
 	if v.kind == kindDecimal {

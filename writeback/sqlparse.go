@@ -112,7 +112,9 @@ func (t sqlToken) describe() string {
 	return strconv.Quote(t.text)
 }
 
-func (t sqlToken) is(keyword string) bool { return t.kind == tokIdent && strings.EqualFold(t.text, keyword) }
+func (t sqlToken) is(keyword string) bool {
+	return t.kind == tokIdent && strings.EqualFold(t.text, keyword)
+}
 
 // lexSQL splits the text into tokens.
 func lexSQL(s string) ([]sqlToken, error) {
@@ -237,7 +239,7 @@ func lexString(s string, i int) (string, int, error) {
 	return "", 0, fmt.Errorf("at offset %d: unterminated string", i)
 }
 
-// lexQuoted reads a `quoted` name; `` stands for one backquote.
+// lexQuoted reads a `quoted` name; “ stands for one backquote.
 func lexQuoted(s string, i int) (string, int, error) {
 	var b strings.Builder
 	for j := i + 1; j < len(s); j++ {
