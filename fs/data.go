@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -67,23 +66,6 @@ func (s cacheSource) ReadRange(ctx context.Context, name string, off, length int
 // objectVersion identifies the bytes of an add: the same path rewritten by
 // a writer gets another modification time.
 func objectVersion(a *delta.Add) string { return strconv.FormatInt(a.ModificationTime, 10) }
-
-// openLocal opens key under the local table root dir.
-func openLocal(dir, key string) (*fileContent, error) {
-	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(key)))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("data file %s: %w", key, delta.ErrNotExist)
-		}
-		return nil, fmt.Errorf("data file %s: %w", key, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("data file %s: %w", key, err)
-	}
-	return &fileContent{f: f, size: fi.Size()}, nil
-}
 
 // fileContent is a local file served as is.
 type fileContent struct {

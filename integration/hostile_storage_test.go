@@ -1,0 +1,111 @@
+package integration
+
+// Storage changed under a mount by someone hostile or careless: data
+// files replaced by symbolic links, FIFOs and devices are refused (EIO,
+// with the reason logged), never followed, opened or waited on.
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/internal/testenv"
+)
+
+// TestDataFilesThatAreNotRegularFiles: the log lists files that are now
+// a symlink to a root-only file of the same size, a file under a
+// symlinked partition directory, a FIFO and a character device (/dev/zero's
+// numbers). Each read through the mount is EIO and returns none of the
+// secret's bytes; the FIFO's read does not wait for a writer.
+func TestDataFilesThatAreNotRegularFiles(t *testing.T) {
+	root := testenv.CopyFixture(t, fixturePartitioned)
+	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	snap := latestSnapshot(t, root)
+	byDir := map[string][]string{} // partition dir -> files in it
+	for rel := range liveFiles(t, snap) {
+		byDir[filepath.Dir(rel)] = append(byDir[filepath.Dir(rel)], rel)
+	}
+	outside := t.TempDir()
+	secretOf := func(size int64) string { // a root-only file of size bytes, outside the table
+		p := filepath.Join(outside, "secret-"+time.Now().Format("150405.000000000"))
+		if err := os.WriteFile(p, bytes.Repeat([]byte("S"), int(size)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	replace := func(rel string, make func(p string) error) string {
+		p := filepath.Join(root, rel)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := make(p); err != nil {
+			t.Fatalf("replace %s: %v", rel, err)
+		}
+		return rel
+	}
+	size := func(rel string) int64 { return liveFiles(t, snap)[rel].Add.Size }
+	var cases []string
+	// A data file that is a symlink to a secret of the same size.
+	a := byDir["letter=a"][0]
+	cases = append(cases, replace(a, func(p string) error { return os.Symlink(secretOf(size(a)), p) }))
+	// A partition directory that is a symlink to a directory of secrets.
+	b := byDir["letter=b"]
+	evil := filepath.Join(outside, "letter=b")
+	if err := os.Mkdir(evil, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range b {
+		if err := os.Rename(secretOf(size(rel)), filepath.Join(evil, filepath.Base(rel))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(root, "letter=b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(evil, filepath.Join(root, "letter=b")); err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases, b...)
+	// A FIFO.
+	fifo := replace(byDir["letter=c"][0], func(p string) error { return syscall.Mkfifo(p, 0o644) })
+	cases = append(cases, fifo)
+	// A device with /dev/zero's numbers (root only).
+	if os.Geteuid() == 0 {
+		cases = append(cases, replace(byDir["letter=e"][0], func(p string) error {
+			return syscall.Mknod(p, syscall.S_IFCHR|0o644, int(unixMkdev(1, 5)))
+		}))
+	}
+	// Should a FIFO's read wait for a writer (the defect), open it for
+	// writing ourselves once the reads are done, so the test fails
+	// instead of hanging.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			if f, err := os.OpenFile(filepath.Join(root, fifo), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		}
+	}()
+	for _, rel := range cases {
+		data, err := os.ReadFile(filepath.Join(mnt, "t", "@latest", rel))
+		if !errors.Is(err, syscall.EIO) {
+			t.Errorf("read %s: %d bytes, %v; want EIO", rel, len(data), err)
+		}
+		if bytes.Contains(data, []byte("SSSS")) || (len(data) > 0 && bytes.Count(data, []byte{0}) == len(data)) {
+			t.Errorf("read %s served the secret or the device's bytes", rel)
+		}
+	}
+}
+
+// unixMkdev is makedev(3).
+func unixMkdev(major, minor uint64) uint64 {
+	return (major&0xfff)<<8 | (minor & 0xff) | (major&^0xfff)<<32 | (minor&^0xff)<<12
+}
