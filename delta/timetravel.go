@@ -1,8 +1,11 @@
 package delta
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"fmt"
 	"sort"
 	"time"
@@ -170,21 +173,63 @@ func monotonicMTimes(l *logListing) map[int64]int64 {
 	return out
 }
 
-// commitICT reads the in-commit timestamp of a commit.
+// commitICT reads the in-commit timestamp of a commit. The protocol puts
+// the commitInfo first in a commit of a table with in-commit timestamps,
+// so the first line is enough: it reads a prefix of the file (the whole
+// file only when the first line is longer), and parses and caches nothing
+// else.
 func (t *Table) commitICT(ctx context.Context, f LogFile) (int64, error) {
-	c, err := t.readCommitCached(ctx, f)
+	line, err := t.firstLine(ctx, f)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("read commit %d (%s): %w", f.Version, f.Key, err)
 	}
-	for _, a := range c.actions {
-		if a.CommitInfo != nil {
-			if ict, ok := inCommitTimestamp(a.CommitInfo); ok {
-				return ict, nil
+	var a struct {
+		CommitInfo json.RawMessage `json:"commitInfo"`
+	}
+	if json.Unmarshal(line, &a) == nil && a.CommitInfo != nil {
+		if ict, ok := inCommitTimestamp(a.CommitInfo); ok {
+			return ict, nil
+		}
+	}
+	return 0, corruptf("commit %d has no inCommitTimestamp in its first action although in-commit timestamps are enabled", f.Version)
+}
+
+// ictPrefix is how much of a commit is read for its first line.
+const ictPrefix = 8 << 10
+
+// firstLine returns the first line of a commit file.
+func (t *Table) firstLine(ctx context.Context, f LogFile) ([]byte, error) {
+	if c, ok := t.commits.Peek(f.Version); ok && c.file.Key == f.Key {
+		for _, a := range c.actions {
+			if a.CommitInfo != nil {
+				return json.Marshal(map[string]json.RawMessage{"commitInfo": a.CommitInfo})
 			}
 			break
 		}
 	}
-	return 0, corruptf("commit %d has no inCommitTimestamp although in-commit timestamps are enabled", f.Version)
+	rc, err := t.store.ReadRange(ctx, f.Key, 0, ictPrefix)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return nil, err
+	}
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return data[:i], nil
+	}
+	if len(data) < ictPrefix {
+		return data, nil // a one-line commit
+	}
+	data, err = readSized(ctx, t.store, f.Key, f.Size)
+	if err != nil {
+		return nil, err
+	}
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		data = data[:i]
+	}
+	return data, nil
 }
 
 func versionsBelow(vs []int64, limit int64) []int64 {

@@ -97,6 +97,33 @@ func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
 	return out, nil
 }
 
+// VersionRange is an inclusive range of reconstructable versions.
+type VersionRange struct{ From, To int64 }
+
+// VersionRanges returns the reconstructable versions as ascending ranges
+// (a log without gaps is one range): 16 bytes however many versions. The
+// whole log is listed once; after that only when the newest version known
+// (from Latest, which the mount's refresh calls) is beyond the listing, so
+// listing a table's versions again costs no storage request until a new
+// commit lands.
+func (t *Table) VersionRanges(ctx context.Context) ([]VersionRange, error) {
+	t.mu.Lock()
+	full, latest := t.full, t.latest
+	t.mu.Unlock()
+	if full == nil || latest == nil || latest.version > full.latestVersion() {
+		var err error
+		if full, err = t.fullListing(ctx); err != nil {
+			return nil, err
+		}
+	}
+	sp := full.spans()
+	out := make([]VersionRange, len(sp))
+	for i, s := range sp {
+		out[i] = VersionRange{s.from, s.to}
+	}
+	return out, nil
+}
+
 // Version describes version v without building its snapshot: whether it is
 // reconstructable (an error wrapping ErrVersionNotFound when not) and its
 // commit time, by the rule History and VersionAt use (the in-commit

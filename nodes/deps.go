@@ -36,8 +36,9 @@ type Table interface {
 	Version(ctx context.Context, version int64) (delta.VersionInfo, error)
 	// VersionAt returns the version as of a time (delta's rule).
 	VersionAt(ctx context.Context, ts time.Time) (int64, error)
-	// Versions lists the reconstructable versions, oldest first.
-	Versions(ctx context.Context) ([]delta.VersionInfo, error)
+	// VersionRanges lists the reconstructable versions as ascending
+	// inclusive ranges.
+	VersionRanges(ctx context.Context) ([]delta.VersionRange, error)
 	// History returns one summary per version with a commit file.
 	History(ctx context.Context) ([]delta.CommitSummary, error)
 }

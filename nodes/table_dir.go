@@ -227,9 +227,9 @@ func (d *TableDir) snapshotChild(ctx context.Context, info delta.VersionInfo, ou
 	return d.NewInode(ctx, sd, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: sd.ino()})
 }
 
-// OpendirHandle lists @latest, @v0..@vN and _history.jsonl (or only the
-// reason file of a refused table). The kernel may cache the listing until
-// Invalidate.
+// OpendirHandle lists @latest, @v0..@vN, _history.jsonl and inbox/ (or
+// only the reason file of a refused table) through a versionStream. The
+// kernel may cache the listing until Invalidate.
 func (d *TableDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	latest, err := d.current(ctx)
 	if err != nil && latest == nil {
@@ -239,20 +239,7 @@ func (d *TableDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHand
 		list := []fuse.DirEntry{{Name: ReasonName, Mode: syscall.S_IFREG, Ino: stableIno(kindReason, d.name, 0, "")}}
 		return fs.NewListDirStream(list), 0, 0
 	}
-	versions, err := d.table.Versions(ctx)
-	if err != nil {
-		return nil, 0, d.env.metaErrno("list versions", err, "table", d.name)
-	}
-	list := make([]fuse.DirEntry, 0, len(versions)+2)
-	list = append(list, fuse.DirEntry{Name: LatestName, Mode: syscall.S_IFLNK, Ino: stableIno(kindLatest, d.name, 0, "")})
-	for _, v := range versions {
-		list = append(list, fuse.DirEntry{Name: versionName(v.Version), Mode: syscall.S_IFDIR, Ino: stableIno(kindSnapDir, d.name, v.Version, "")})
-	}
-	list = append(list, fuse.DirEntry{Name: HistoryName, Mode: syscall.S_IFREG, Ino: stableIno(kindHistory, d.name, 0, "")})
-	if d.inbox != nil {
-		list = append(list, fuse.DirEntry{Name: InboxName, Mode: syscall.S_IFDIR, Ino: stableIno(kindInbox, d.name, 0, "/")})
-	}
-	return fs.NewListDirStream(list), fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	return &versionStream{dir: d}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // versionName is the directory name of a version: "@v" + N.

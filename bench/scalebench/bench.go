@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/deltafs/deltafs/bench/internal/report"
+	"github.com/deltafs/deltafs/internal/scalegen"
+)
+
+// sizes of the generated tables. "full" is the issue's: 100,000 commits, a
+// 1,000,000-file snapshot, 10,000 commits with only the last checkpoint.
+// "small" (the default of `make bench`) is a tenth, for a quick look.
+type sizes struct {
+	historyCommits int // table "history": 1 add a commit, 10,000 live files, checkpoint every 100
+	lastCPCommits  int // table "lastcp": 10 adds a commit, only the last checkpoint
+	millionCommits int // table "million": 1,000 adds a commit over 1,000 partitions, checkpoint every 100
+}
+
+var sizeSets = map[string]sizes{
+	"full":  {historyCommits: 100_000, lastCPCommits: 10_000, millionCommits: 1_000},
+	"small": {historyCommits: 10_000, lastCPCommits: 2_000, millionCommits: 100},
+}
+
+type bench struct {
+	work    string // generated tables, native baselines, mountpoints
+	deltafs string // the deltafs binary
+	trials  int
+	sections []report.Section
+}
+
+func runBench(args []string) error {
+	size := envOr("DELTAFS_SCALE_SIZE", "small")
+	sz, ok := sizeSets[size]
+	if !ok {
+		return fmt.Errorf("DELTAFS_SCALE_SIZE=%s: want small or full", size)
+	}
+	b := &bench{work: envOr("DELTAFS_SCALE_DIR", "bench/out/scale-"+size), deltafs: envOr("DELTAFS_BIN", "bin/deltafs")}
+	b.trials, _ = strconv.Atoi(envOr("DELTAFS_BENCH_TRIALS", "3"))
+	only := os.Getenv("DELTAFS_BENCH_ONLY")
+	if err := os.MkdirAll(b.work, 0o755); err != nil {
+		return err
+	}
+	fmt.Printf("scalebench: size %s, tables under %s, %d trials, load %s\n", size, b.work, b.trials, report.LoadAvg())
+	history, err := b.table("history", scalegen.Spec{Commits: sz.historyCommits, FilesPerCommit: 1, CheckpointEvery: 100,
+		KeepCheckpoints: true, MaxLive: 10_000, ICT: true})
+	if err != nil {
+		return err
+	}
+	lastcp, err := b.table("lastcp", scalegen.Spec{Commits: sz.lastCPCommits, FilesPerCommit: 10, MaxLive: 0, CheckpointEvery: 0})
+	if err != nil {
+		return err
+	}
+	million, err := b.table("million", scalegen.Spec{Commits: sz.millionCommits, FilesPerCommit: 1_000, CheckpointEvery: 100,
+		KeepCheckpoints: true, Partitions: 1_000})
+	if err != nil {
+		return err
+	}
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"versions", func() error { return b.versions(history) }},
+		{"version", func() error { return b.oneVersion("history", history, 5) }},
+		{"lastcp", func() error { return b.oneVersion("lastcp", lastcp, 3) }},
+		{"cli", func() error { return b.cliLs(lastcp) }},
+		{"find", func() error { return b.find(million) }},
+		{"many", func() error { return b.manyVersions(million, 20) }},
+	}
+	for _, s := range steps {
+		if only != "" && !strings.Contains(","+only+",", ","+s.name+",") {
+			continue
+		}
+		if err := s.run(); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	report.Print(os.Stdout, b.sections)
+	fmt.Printf("load at the end: %s\n", report.LoadAvg())
+	return nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// genTable is a generated table and what the generator said of it.
+type genTable struct {
+	dir string
+	res *scalegen.Result
+}
+
+// table generates the named table once (kept across runs, keyed by spec).
+func (b *bench) table(name string, s scalegen.Spec) (*genTable, error) {
+	key := fmt.Sprintf("%s-%d-%d-%d-%v-%d-%d-%v", name, s.Commits, s.FilesPerCommit, s.CheckpointEvery, s.KeepCheckpoints, s.MaxLive, s.Partitions, s.ICT)
+	s.Dir = filepath.Join(b.work, key)
+	done := filepath.Join(b.work, key+".done")
+	if _, err := os.Stat(done); err != nil {
+		os.RemoveAll(s.Dir)
+		start := time.Now()
+		res, err := scalegen.Generate(s)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("  generated %s: %d versions, %d live files in %s\n", name, res.Latest+1, res.LiveFiles, time.Since(start).Round(time.Millisecond))
+		if err := os.WriteFile(done, []byte(strings.Join(res.Paths, "\n")), 0o644); err != nil {
+			return nil, err
+		}
+		return &genTable{dir: s.Dir, res: res}, nil
+	}
+	data, err := os.ReadFile(done)
+	if err != nil {
+		return nil, err
+	}
+	res := &scalegen.Result{Latest: int64(s.Commits - 1), Paths: strings.Split(string(data), "\n")}
+	res.LiveFiles = len(res.Paths)
+	return &genTable{dir: s.Dir, res: res}, nil
+}
+
+// mounted is a deltafs mount run as its own process, as a user runs it.
+type mounted struct {
+	cmd *exec.Cmd
+	mnt string
+}
+
+// mount starts `deltafs mount t=DIR MNT` and waits until t/ is served.
+func (b *bench) mount(dir string, extra ...string) (*mounted, error) {
+	mnt, err := os.MkdirTemp(b.work, "mnt-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"mount", "--read-only"}, extra...)
+	args = append(args, "t="+dir, mnt)
+	cmd := exec.Command(b.deltafs, args...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	m := &mounted{cmd: cmd, mnt: mnt}
+	for i := 0; i < 600; i++ {
+		var st syscall.Statfs_t
+		if syscall.Statfs(mnt, &st) == nil && st.Type == 0x65735546 { // FUSE_SUPER_MAGIC
+			if _, err := os.Stat(filepath.Join(mnt, "t")); err == nil {
+				return m, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m.close()
+	return nil, fmt.Errorf("mount of %s did not come up", dir)
+}
+
+func (m *mounted) close() {
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		m.cmd.Process.Kill()
+		<-done
+		exec.Command("fusermount3", "-u", "-z", m.mnt).Run()
+	}
+	os.Remove(m.mnt)
+}
+
+// rss returns the mount process's resident and peak resident set (bytes).
+func (m *mounted) rss() (cur, peak int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && (f[0] == "VmRSS:" || f[0] == "VmHWM:") {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			if f[0] == "VmRSS:" {
+				cur = kb << 10
+			} else {
+				peak = kb << 10
+			}
+		}
+	}
+	return cur, peak
+}
+
+// run runs a command, discarding its output, and returns its wall time
+// and peak RSS (bytes).
+func run(name string, args ...string) (time.Duration, int64, error) {
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil {
+		return d, 0, fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	var peak int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		peak = ru.Maxrss << 10
+	}
+	return d, peak, nil
+}
+
+// runOut runs a command and returns its standard output.
+func runOut(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).Output()
+	return string(out), err
+}
+
+func dropCaches() {
+	syscall.Sync()
+	os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0)
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+func ms(d time.Duration) string { return report.Round(d) }
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(max(b, 1)) }
+
+// randomVersions picks n distinct versions in [0, latest], seeded.
+func randomVersions(latest int64, n int, seed uint64) []int64 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	seen := map[int64]bool{}
+	var out []int64
+	for len(out) < n && int64(len(out)) <= latest {
+		v := rng.Int64N(latest + 1)
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
