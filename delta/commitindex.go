@@ -3,6 +3,7 @@ package delta
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -16,6 +17,9 @@ import (
 type commitIndex struct {
 	entries []commitEntry
 	odd     map[int64]string // version -> key, for non-canonical names
+
+	monoOnce sync.Once
+	mono     []int64 // per entry: modification time in ms, made strictly increasing
 }
 
 type commitEntry struct {
@@ -51,7 +55,11 @@ func (c *commitIndex) add(f LogFile) {
 // finish sorts the entries when they were added out of order and drops
 // duplicates (the last added wins).
 func (c *commitIndex) finish() {
-	if sort.SliceIsSorted(c.entries, func(i, j int) bool { return c.entries[i].version < c.entries[j].version }) {
+	strictly := true
+	for i := 1; i < len(c.entries) && strictly; i++ {
+		strictly = c.entries[i-1].version < c.entries[i].version
+	}
+	if strictly {
 		return
 	}
 	sort.SliceStable(c.entries, func(i, j int) bool { return c.entries[i].version < c.entries[j].version })
@@ -81,6 +89,11 @@ func (c *commitIndex) find(v int64) int {
 		return i
 	}
 	return -1
+}
+
+// search returns the index of the first entry with version >= v.
+func (c *commitIndex) search(v int64) int {
+	return sort.Search(len(c.entries), func(i int) bool { return c.entries[i].version >= v })
 }
 
 // get returns the commit file of version v.
@@ -117,6 +130,26 @@ func (c *commitIndex) versions(fn func(i int, v int64)) {
 	for i, e := range c.entries {
 		fn(i, e.version)
 	}
+}
+
+// monotonicMs returns entry i's modification time in ms, adjusted so that
+// the times strictly increase (each at least 1 ms after the previous), as
+// Spark and Delta Kernel do for time travel without in-commit timestamps.
+// Computed once for the whole index (8 bytes a commit). Valid once the
+// index is complete (a listing's index never changes after listLog).
+func (c *commitIndex) monotonicMs(i int) int64 {
+	c.monoOnce.Do(func() {
+		c.mono = make([]int64, len(c.entries))
+		prev := int64(-1 << 62)
+		for j := range c.entries {
+			ms := c.file(j).ModTime.UnixMilli()
+			if ms <= prev {
+				ms = prev + 1
+			}
+			c.mono[j], prev = ms, ms
+		}
+	})
+	return c.mono[i]
 }
 
 // merged returns the union of c and newer (entries of newer win).

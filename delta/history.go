@@ -18,35 +18,63 @@ type CommitSummary struct {
 	InCommitTimestamp   *int64         `json:"inCommitTimestamp,omitempty"`
 }
 
+// historyBatch is how many commits History reads (concurrently) at a time.
+const historyBatch = 256
+
 // History returns the summaries of the versions whose commit files exist,
 // oldest first. Timestamps follow VersionAt's rule (ICT where enabled, else
-// monotonized file times).
+// monotonized file times). It holds every summary: use HistoryEach for
+// long logs.
 func (t *Table) History(ctx context.Context) ([]CommitSummary, error) {
+	var out []CommitSummary
+	err := t.HistoryEach(ctx, 0, -1, func(c CommitSummary) error {
+		out = append(out, c)
+		return nil
+	})
+	return out, err
+}
+
+// HistoryEach calls fn with the summary of each version in [from, to]
+// (to < 0: up to the latest) whose commit file exists, oldest first,
+// reading the commits in batches: memory holds one batch, whatever the
+// length of the log. Commits read here are not kept in the commit cache.
+func (t *Table) HistoryEach(ctx context.Context, from, to int64, fn func(CommitSummary) error) error {
 	latest, err := t.Latest(ctx)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if to < 0 || to > latest.version {
+		to = latest.version
 	}
 	l, err := t.fullListing(ctx)
 	if err != nil {
-		return nil, err
-	}
-	mtimes := monotonicMTimes(l)
-	var files []LogFile
-	for v := int64(0); v <= l.maxV; v++ {
-		if f, ok := l.commits.get(v); ok {
-			files = append(files, f)
-		}
-	}
-	commits, err := readCommits(ctx, files, t.readCommitCached)
-	if err != nil {
-		return nil, t.wrap(-1, err)
+		return err
 	}
 	md := latest.Metadata()
-	out := make([]CommitSummary, 0, len(commits))
-	for _, c := range commits {
-		out = append(out, summarize(c, mtimes[c.version], md))
+	i := l.commits.search(from)
+	for i < l.commits.len() && l.commits.entries[i].version <= to {
+		var files []LogFile
+		var idx []int
+		for ; i < l.commits.len() && l.commits.entries[i].version <= to && len(files) < historyBatch; i++ {
+			files = append(files, l.commits.file(i))
+			idx = append(idx, i)
+		}
+		commits, err := readCommits(ctx, files, func(ctx context.Context, f LogFile) (*commitFile, error) {
+			if c, ok := t.commits.Peek(f.Version); ok && c.file.Key == f.Key {
+				return c, nil
+			}
+			return readCommit(ctx, t.store, f)
+		})
+		if err != nil {
+			return t.wrap(-1, err)
+		}
+		for k, c := range commits {
+			if err := fn(summarize(c, l.commits.monotonicMs(idx[k]), md)); err != nil {
+				return err
+			}
+		}
 	}
-	return out, nil
+	return nil
 }
 
 func summarize(c *commitFile, mtime int64, md *Metadata) CommitSummary {

@@ -120,7 +120,6 @@ func (t *Table) versionAtListed(ctx context.Context, md *Metadata, ts time.Time)
 			cands = append(cands, v)
 		}
 	}
-	mtimes := monotonicMTimes(l)
 	ictFrom := int64(-1) // first version using in-commit timestamps
 	if md.InCommitTimestampsEnabled() {
 		ictFrom = 0
@@ -138,7 +137,7 @@ func (t *Table) versionAtListed(ctx context.Context, md *Metadata, ts time.Time)
 	var readErr error
 	timeOf := func(v int64) int64 {
 		if ictFrom < 0 || v < ictFrom {
-			return mtimes[v]
+			return l.commits.monotonicMs(l.commits.find(v))
 		}
 		f, _ := l.commits.get(v)
 		ict, err := t.ictOf(ctx, f)
@@ -156,21 +155,6 @@ func (t *Table) versionAtListed(ctx context.Context, md *Metadata, ts time.Time)
 		return 0, t.wrap(-1, fmt.Errorf("%w: %s is before the earliest available commit", ErrVersionNotFound, ts.UTC().Format(time.RFC3339Nano)))
 	}
 	return cands[i-1], nil
-}
-
-// monotonicMTimes returns, per commit version of the listing, its file
-// modification time in ms, adjusted to be strictly increasing.
-func monotonicMTimes(l *logListing) map[int64]int64 {
-	out := make(map[int64]int64, l.commits.len())
-	prev := int64(-1 << 62)
-	l.commits.versions(func(i int, v int64) {
-		ms := l.commits.file(i).ModTime.UnixMilli()
-		if ms <= prev {
-			ms = prev + 1
-		}
-		out[v], prev = ms, ms
-	})
-	return out
 }
 
 // commitICT reads the in-commit timestamp of a commit. The protocol puts

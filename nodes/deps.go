@@ -39,8 +39,9 @@ type Table interface {
 	// VersionRanges lists the reconstructable versions as ascending
 	// inclusive ranges.
 	VersionRanges(ctx context.Context) ([]delta.VersionRange, error)
-	// History returns one summary per version with a commit file.
-	History(ctx context.Context) ([]delta.CommitSummary, error)
+	// HistoryEach calls fn with the summary of each version in [from, to]
+	// that has a commit file, oldest first, in bounded memory.
+	HistoryEach(ctx context.Context, from, to int64, fn func(delta.CommitSummary) error) error
 }
 
 // Content is an open, immutable view of the bytes one data file serves.

@@ -8,23 +8,25 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 // HistoryFile is <table>/_history.jsonl: one JSON object per commit
 // (version, timestamp, operation, operationParameters, operationMetrics,
-// ...), oldest first, as the engine's History returns them. Its content
-// is rebuilt when the table's newest version moves; opens see the content
-// of the moment (direct I/O, so the size stat reported cannot go stale in
-// the page cache).
+// ...), oldest first, as the engine's HistoryEach gives them.
+//
+// Like a /proc file it reports size 0 and is served with direct I/O: its
+// content is produced while it is read, from the commits of the versions
+// up to the newest one at open time, a batch of commits at a time, so that
+// neither a stat nor a read of the history of a 1,000,000-commit table
+// holds it whole. Tools that read to end of file (cat, jq, grep, tail,
+// Python's read(), os.ReadFile) see every line.
 type HistoryFile struct {
 	fs.Inode
 	readOnlyFile
 
 	dir *TableDir
-
-	mu      sync.Mutex
-	version int64  // guarded by mu: newest version data describes
-	data    []byte // guarded by mu: nil until built
 }
 
 var (
@@ -34,50 +36,16 @@ var (
 
 func (h *HistoryFile) ino() uint64 { return stableIno(kindHistory, h.dir.name, 0, "") }
 
-// content returns the JSON lines for the table's newest known version.
-func (h *HistoryFile) content(ctx context.Context) ([]byte, syscall.Errno) {
+func (h *HistoryFile) fill(ctx context.Context, a *fuse.Attr) syscall.Errno {
 	latest, err := h.dir.current(ctx)
 	if latest == nil {
-		return nil, refusedErrno(err)
+		return refusedErrno(err)
 	}
-	h.mu.Lock()
-	data, v := h.data, h.version
-	h.mu.Unlock()
-	if data != nil && v == latest.Version() {
-		return data, 0
-	}
-	hist, err := h.dir.table.History(ctx)
-	if err != nil {
-		return nil, h.dir.env.metaErrno("read history", err, "table", h.dir.name)
-	}
-	var buf []byte
-	for _, c := range hist {
-		line, err := json.Marshal(c)
-		if err != nil {
-			return nil, h.dir.env.metaErrno("encode history", err, "table", h.dir.name, "version", c.Version)
-		}
-		buf = append(append(buf, line...), '\n')
-	}
-	if buf == nil {
-		buf = []byte{}
-	}
-	h.mu.Lock()
-	h.data, h.version = buf, latest.Version()
-	h.mu.Unlock()
-	return buf, 0
-}
-
-func (h *HistoryFile) fill(ctx context.Context, a *fuse.Attr) syscall.Errno {
-	data, errno := h.content(ctx)
-	if errno != 0 {
-		return errno
-	}
-	latest, _ := h.dir.current(ctx)
-	fillAttr(a, h.ino(), modeFile, int64(len(data)), snapTime(latest))
+	fillAttr(a, h.ino(), modeFile, 0, snapTime(latest))
 	return 0
 }
 
-// Getattr reports the current size.
+// Getattr reports size 0 (the content is produced as it is read).
 func (h *HistoryFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if errno := h.fill(ctx, &out.Attr); errno != 0 {
 		return errno
@@ -86,14 +54,77 @@ func (h *HistoryFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.At
 	return 0
 }
 
-// Open returns the history as of now.
+// Open starts a read of the history up to the newest version known now.
 func (h *HistoryFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if isWriteOpen(flags) {
 		return nil, 0, errReadOnly
 	}
-	data, errno := h.content(ctx)
-	if errno != 0 {
-		return nil, 0, errno
+	latest, err := h.dir.current(ctx)
+	if latest == nil {
+		return nil, 0, refusedErrno(err)
 	}
-	return bytesHandle(data), fuse.FOPEN_DIRECT_IO, 0
+	return &historyHandle{file: h, to: latest.Version()}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// historyHandle produces the JSON lines of versions 0..to as they are
+// read. It keeps the bytes from the lowest offset still wanted (reads are
+// sequential in practice); a read before them starts over.
+type historyHandle struct {
+	file *HistoryFile
+	to   int64
+
+	mu    sync.Mutex
+	start int64  // guarded by mu: file offset of buf[0]
+	buf   []byte // guarded by mu: produced bytes not yet passed
+	next  int64  // guarded by mu: next version to summarize
+	done  bool   // guarded by mu: every version summarized
+}
+
+var _ = (fs.FileReader)((*historyHandle)(nil))
+
+// historyChunk is how many versions one fill summarizes.
+const historyChunk = 512
+
+// Read returns the bytes at off, producing lines up to off+len(dest).
+func (hh *historyHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	if off < hh.start {
+		hh.start, hh.buf, hh.next, hh.done = 0, nil, 0, false
+	}
+	end := off + int64(len(dest))
+	for !hh.done && hh.start+int64(len(hh.buf)) < end {
+		if drop := off - hh.start; drop > 0 {
+			hh.buf = append(hh.buf[:0], hh.buf[drop:]...)
+			hh.start = off
+		}
+		if errno := hh.fillLocked(ctx); errno != 0 {
+			return nil, errno
+		}
+	}
+	if off >= hh.start+int64(len(hh.buf)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	n := copy(dest, hh.buf[off-hh.start:]) // buf changes with the next read
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// fillLocked appends the lines of the next historyChunk versions.
+func (hh *historyHandle) fillLocked(ctx context.Context) syscall.Errno {
+	d := hh.file.dir
+	last := min(hh.next+historyChunk-1, hh.to)
+	err := d.table.HistoryEach(ctx, hh.next, last, func(c delta.CommitSummary) error {
+		line, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		hh.buf = append(append(hh.buf, line...), '\n')
+		return nil
+	})
+	if err != nil {
+		return d.env.metaErrno("read history", err, "table", d.name, "from", hh.next)
+	}
+	hh.next = last + 1
+	hh.done = hh.next > hh.to
+	return 0
 }

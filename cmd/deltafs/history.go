@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"text/tabwriter"
 	"time"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 const historyHelp = `List the versions of a table, oldest first, with each commit's time,
@@ -33,23 +35,17 @@ func runHistory(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeFn()
-	hist, err := t.History(ctx)
-	if err != nil {
-		return err
-	}
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	defer out.Flush()
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		for _, h := range hist {
-			if err := enc.Encode(h); err != nil {
-				return err
-			}
-		}
-		return nil
+		enc := json.NewEncoder(out)
+		return t.HistoryEach(ctx, 0, -1, func(h delta.CommitSummary) error { return enc.Encode(h) })
 	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "VERSION\tTIMESTAMP\tOPERATION\tENGINE")
-	for _, h := range hist {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", h.Version, h.Timestamp.Format(time.RFC3339Nano), h.Operation, h.EngineInfo)
-	}
-	return w.Flush()
+	// Columns are padded to fixed widths rather than aligned over the whole
+	// output, so that a history of 1,000,000 versions prints as it is read.
+	fmt.Fprintf(out, "%-8s  %-30s  %-20s  %s\n", "VERSION", "TIMESTAMP", "OPERATION", "ENGINE")
+	return t.HistoryEach(ctx, 0, -1, func(h delta.CommitSummary) error {
+		_, err := fmt.Fprintf(out, "%-8d  %-30s  %-20s  %s\n", h.Version, h.Timestamp.Format(time.RFC3339Nano), h.Operation, h.EngineInfo)
+		return err
+	})
 }

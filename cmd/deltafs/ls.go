@@ -1,13 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/deltafs/deltafs/delta"
 )
@@ -59,59 +61,62 @@ func runLs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	entries, err := lsEntries(ctx, snap)
-	if err != nil {
-		return err
-	}
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	defer out.Flush()
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		for _, e := range entries {
-			if err := enc.Encode(e); err != nil {
-				return err
-			}
-		}
-		return nil
+		enc := json.NewEncoder(out)
+		return eachLsEntry(ctx, snap, func(e lsEntry) error { return enc.Encode(e) })
 	}
-	printLs(snap, entries)
+	return printLs(ctx, out, snap)
+}
+
+// eachLsEntry calls fn for each live file of snap in path order. It holds
+// one pointer a file for the sort and makes each entry as it is printed,
+// so that listing 1,000,000 files costs little beyond the snapshot.
+func eachLsEntry(ctx context.Context, snap *delta.Snapshot, fn func(lsEntry) error) error {
+	adds := slices.Clone(snap.Files())
+	slices.SortFunc(adds, func(a, b *delta.Add) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.DeletionVector.UniqueID(), b.DeletionVector.UniqueID()))
+	})
+	for _, a := range adds {
+		f, err := snap.LiveFileOf(a)
+		if err != nil {
+			return err
+		}
+		n, err := snap.NumRecords(ctx, a)
+		if err != nil {
+			return err
+		}
+		var deleted int64
+		if dv := a.DeletionVector; dv != nil {
+			deleted = dv.Cardinality
+		}
+		if err := fn(lsEntry{
+			Path: f.Key, Size: a.Size, PartitionValues: f.PartitionValues,
+			NumRecords: n, DeletedRows: deleted, Rows: n - deleted,
+			DeletionVector: a.DeletionVector.UniqueID(),
+		}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-func lsEntries(ctx context.Context, snap *delta.Snapshot) ([]lsEntry, error) {
-	files, err := snap.LiveFiles()
+// printLs prints the human table. Columns have fixed widths (wide enough
+// for any size and row count) so that lines go out as they are made.
+func printLs(ctx context.Context, w *bufio.Writer, snap *delta.Snapshot) error {
+	var rows, size, files int64
+	fmt.Fprintf(w, "%14s  %12s  %10s  %s\n", "SIZE", "ROWS", "DELETED", "PATH")
+	err := eachLsEntry(ctx, snap, func(e lsEntry) error {
+		rows, size, files = rows+e.Rows, size+e.Size, files+1
+		_, err := fmt.Fprintf(w, "%14d  %12d  %10d  %s%s\n", e.Size, e.Rows, e.DeletedRows, e.Path, partitionSuffix(e.PartitionValues))
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]lsEntry, 0, len(files))
-	for _, f := range files {
-		n, err := snap.NumRecords(ctx, f.Add)
-		if err != nil {
-			return nil, err
-		}
-		var deleted int64
-		if dv := f.Add.DeletionVector; dv != nil {
-			deleted = dv.Cardinality
-		}
-		out = append(out, lsEntry{
-			Path: f.Key, Size: f.Add.Size, PartitionValues: f.PartitionValues,
-			NumRecords: n, DeletedRows: deleted, Rows: n - deleted,
-			DeletionVector: f.Add.DeletionVector.UniqueID(),
-		})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
-}
-
-func printLs(snap *delta.Snapshot, entries []lsEntry) {
-	var rows, size int64
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "SIZE\tROWS\tDELETED\t PATH\t")
-	for _, e := range entries {
-		fmt.Fprintf(w, "%d\t%d\t%d\t %s%s\t\n", e.Size, e.Rows, e.DeletedRows, e.Path, partitionSuffix(e.PartitionValues))
-		rows += e.Rows
-		size += e.Size
-	}
-	w.Flush()
-	fmt.Printf("version %d: %d files, %d rows, %d bytes\n", snap.Version(), len(entries), rows, size)
+	_, err = fmt.Fprintf(w, "version %d: %d files, %d rows, %d bytes\n", snap.Version(), files, rows, size)
+	return err
 }
 
 func partitionSuffix(pv map[string]*string) string {

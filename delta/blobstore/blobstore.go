@@ -313,6 +313,9 @@ func (s *Store) ListDirs(ctx context.Context, dir string) ([]string, error) {
 
 // Stat implements delta.Storage.
 func (s *Store) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) {
+	if s.local != "" {
+		return s.statLocal(key)
+	}
 	g := s.newGuard(ctx)
 	defer g.done()
 	g.arm()
@@ -326,6 +329,9 @@ func (s *Store) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) 
 // ReadRange implements delta.Storage. The request timeout applies to the
 // wait for the response and to each Read of the body.
 func (s *Store) ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	if s.local != "" {
+		return s.readLocal(key, off, length)
+	}
 	g := s.newGuard(ctx)
 	g.arm()
 	r, err := s.bucket.NewRangeReader(g.ctx, s.prefix+key, off, length, nil)
