@@ -32,9 +32,9 @@ var sizeSets = map[string]sizes{
 }
 
 type bench struct {
-	work    string // generated tables, native baselines, mountpoints
-	deltafs string // the deltafs binary
-	trials  int
+	work     string // generated tables, native baselines, mountpoints
+	deltafs  string // the deltafs binary
+	trials   int
 	sections []report.Section
 }
 
