@@ -31,6 +31,10 @@ var (
 	ErrInvalidSpec = errors.New("invalid version or timestamp")
 	// ErrConflict: a commit lost the race for its version.
 	ErrConflict = errors.New("commit conflict")
+	// ErrUnstorableKey: the storage would keep an object under another
+	// name than its key (object-store drivers escape "../", control
+	// characters, ...), so a log naming the key would name nothing.
+	ErrUnstorableKey = errors.New("key the storage would store under another name")
 )
 
 // UnsupportedFeatureError reports the protocol features of a table that the

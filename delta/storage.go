@@ -56,6 +56,25 @@ type Storage interface {
 	String() string
 }
 
+// KeyChecker is implemented by a Storage that keeps some keys under
+// another name than the key itself. CheckKey returns an error wrapping
+// ErrUnstorableKey, saying why, for such a key. Writers check every key a
+// commit will name before writing it; a Storage that wraps another must
+// forward it.
+type KeyChecker interface {
+	CheckKey(key string) error
+}
+
+// CheckKey returns nil when s stores key under exactly that name (a
+// Storage that is not a KeyChecker stores every key as it is), else an
+// error wrapping ErrUnstorableKey.
+func CheckKey(s Storage, key string) error {
+	if kc, ok := s.(KeyChecker); ok {
+		return kc.CheckKey(key)
+	}
+	return nil
+}
+
 // ReadAll reads a whole object.
 func ReadAll(ctx context.Context, s Storage, key string) ([]byte, error) {
 	rc, err := s.ReadRange(ctx, key, 0, -1)

@@ -18,7 +18,13 @@ type timedStorage struct {
 	m     *metrics
 }
 
-var _ delta.Storage = (*timedStorage)(nil)
+var (
+	_ delta.Storage    = (*timedStorage)(nil)
+	_ delta.KeyChecker = (*timedStorage)(nil)
+)
+
+// CheckKey forwards delta.KeyChecker.
+func (s *timedStorage) CheckKey(key string) error { return delta.CheckKey(s.Storage, key) }
 
 // instrumentTables reopens each table over a timed storage. It must run
 // before any table is read: delta.Open does no I/O, and nothing is lost.

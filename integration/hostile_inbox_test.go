@@ -80,3 +80,44 @@ func TestInboxStagingDiskFull(t *testing.T) {
 	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{CacheDir: cache})
 	stageTooMuch(t, root, tdir, "big.parquet", 2<<20, "no space left on device")
 }
+
+// TestInboxPartitionNamesStoredAsLogged: partition directories whose
+// value is ".", ".." or ends in ".." are refused by mkdir; a value the
+// storage would store under another name (gocloud's fileblob takes
+// "__0x41__" for an escape) is refused by close(); nothing of either
+// reaches the table, and every file the log names is where it says.
+func TestInboxPartitionNamesStoredAsLogged(t *testing.T) {
+	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	before := latestSnapshot(t, root).Version()
+	inbox := filepath.Join(tdir, "inbox")
+	for _, name := range []string{"letter=.", "letter=..", "letter=a.."} {
+		if err := os.Mkdir(filepath.Join(inbox, name), 0o755); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("mkdir %s: %v, want EINVAL", name, err)
+		}
+	}
+	leaf := filepath.Join(inbox, "letter=t__0x41__x")
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := parquetBytes(t, []basicDataRow{{ptr[int64](1), ptr(1.0)}})
+	if err := os.WriteFile(filepath.Join(leaf, "f.parquet"), data, 0o644); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("close of a file whose key would be rewritten: %v, want EINVAL", err)
+	}
+	ev := inboxStatus(t, tdir)
+	if len(ev) == 0 || !strings.Contains(ev[len(ev)-1].Error, "__0x..__") {
+		t.Errorf("status %+v, want the reason last", ev)
+	}
+	snap := latestSnapshot(t, root)
+	if snap.Version() != before {
+		t.Errorf("table moved from version %d to %d", before, snap.Version())
+	}
+	files, err := snap.LiveFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(f.Key))); err != nil {
+			t.Errorf("the log names %s, not stored there: %v", f.Key, err)
+		}
+	}
+}

@@ -179,6 +179,12 @@ func (in *inbox) partitionDir(ctx context.Context, depth int, name string) (stri
 	if err != nil || !strings.EqualFold(col, want.Name) || strings.ContainsFunc(name, isControl) {
 		return "", nil, fmt.Errorf("%w: %q: want %s=<value> here (table %s: %s)", ErrInvalidFile, name, want.Name, in.dir.name, partitionHint(cols))
 	}
+	if val != nil && (*val == "." || strings.HasSuffix(*val, "..")) {
+		// A data file's path would hold "./" or "../": object stores and
+		// local storage rewrite such keys (or resolve them elsewhere), so
+		// the file would not be where the log says.
+		return "", nil, fmt.Errorf("%w: %q: a partition value may not be \".\" or end in \"..\" (it would not be stored where the log names it)", ErrInvalidFile, name)
+	}
 	return canonicalPartition(want, val)
 }
 

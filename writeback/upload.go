@@ -34,6 +34,11 @@ func (c *Committer) upload(ctx context.Context, p *prepared) (*uploaded, error) 
 		name += "." + p.codec
 	}
 	key := p.dir + name + ".parquet"
+	if err := delta.CheckKey(c.store, key); err != nil {
+		// Stored under another name, the file would be missing for every
+		// reader of the log that names it.
+		return nil, invalidf("%s: partition directory %q cannot be stored as the log would name it: %v", p.display, strings.TrimSuffix(p.dir, "/"), err)
+	}
 	f, err := os.Open(p.file.LocalPath)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", p.display, err)

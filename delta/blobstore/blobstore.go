@@ -35,6 +35,7 @@ type Store struct {
 	prefix  string   // key prefix of the table root within the bucket, "" or ending in '/'
 	where   location // the root, named without credentials
 	local   string   // filesystem directory of the root when the bucket is fileblob
+	driver  string   // the gocloud driver's URL scheme (file, s3, gs, azblob, mem), "" when unknown
 	timeout time.Duration
 }
 
@@ -64,6 +65,7 @@ func Open(ctx context.Context, location string) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %s", Redact(location), scrubSecrets(err.Error(), u))
 	}
 	s := New(b, prefix, Redact(location))
+	s.driver = u.Scheme
 	if u.Scheme != "mem" {
 		s.timeout = DefaultRequestTimeout
 	}
@@ -101,6 +103,7 @@ func openLocal(dir string) (*Store, error) {
 	}
 	s := New(b, "", abs)
 	s.local = abs
+	s.driver = "file"
 	return s, nil
 }
 
@@ -354,6 +357,9 @@ func (s *Store) ReadRange(ctx context.Context, key string, off, length int64) (i
 // landed, and report ErrExists for the caller's own bytes. Callers must
 // therefore re-read the key to learn the outcome, never blindly retry.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if err := s.CheckKey(key); err != nil {
+		return fmt.Errorf("put-if-absent: %w", err)
+	}
 	if s.local != "" {
 		return s.linkIfAbsent(key, data)
 	}
@@ -429,6 +435,9 @@ func syncDir(dir string) error {
 
 // Put implements delta.Storage.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
+	if err := s.CheckKey(key); err != nil {
+		return fmt.Errorf("put: %w", err)
+	}
 	if err := s.upload(ctx, key, r, &blob.WriterOptions{ContentType: contentType(key)}); err != nil {
 		return s.wrap("put", key, err)
 	}

@@ -63,7 +63,14 @@ type Store struct {
 	requests, errs, timeouts, shorts, truncs, stales atomic.Int64
 }
 
-var _ delta.Storage = (*Store)(nil)
+var (
+	_ delta.Storage    = (*Store)(nil)
+	_ delta.KeyChecker = (*Store)(nil)
+)
+
+// CheckKey forwards delta.KeyChecker to the inner storage (faults are
+// not injected here: it makes no request).
+func (s *Store) CheckKey(key string) error { return delta.CheckKey(s.inner, key) }
 
 // New returns a Store over inner, enabled, drawing faults from seed.
 func New(inner delta.Storage, seed uint64, rates Rates) *Store {
