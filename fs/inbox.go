@@ -76,6 +76,10 @@ func processAlive(pid int) bool {
 // the probe gets an inbox that refuses files with the reason (unless
 // cfg.SingleWriter). Local tables commit with link(2) and need no probe.
 func (s *Server) probeAtomicPut(t *mountedTable) error {
+	if err := t.store.CheckRoot(); err != nil {
+		// Every object written would land under another name.
+		return fmt.Errorf("%w: %w", writeback.ErrNotWritable, err)
+	}
 	if t.store.LocalDir() != "" || s.cfg.SingleWriter {
 		return nil
 	}

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -83,6 +84,14 @@ func resolveWarehouse(ctx context.Context, store *blobstore.Store) ([]*mountedTa
 	var out []*mountedTable
 	for _, d := range dirs {
 		sub := store.Sub(d)
+		if err := sub.CheckRoot(); err != nil && sub.LocalDir() == "" {
+			// The store would read every key of this child under another
+			// name: shown, refused with the reason, rather than skipped.
+			if checkName(d) == nil {
+				out = append(out, &mountedTable{name: d, store: sub, table: delta.Open(unreadable{sub, err}, delta.Options{})})
+			}
+			continue
+		}
 		ok, err := holdsLog(ctx, sub)
 		if err != nil {
 			store.Close()
@@ -153,4 +162,22 @@ func closeTables(ts []*mountedTable) {
 			t.owner.Close()
 		}
 	}
+}
+
+// unreadable is the storage of a warehouse child that cannot be read as
+// named: every request fails with why.
+type unreadable struct {
+	*blobstore.Store
+	err error
+}
+
+func (u unreadable) List(context.Context, string, string) ([]delta.ObjectInfo, error) {
+	return nil, u.err
+}
+func (u unreadable) ListDirs(context.Context, string) ([]string, error) { return nil, u.err }
+func (u unreadable) Stat(context.Context, string) (delta.ObjectInfo, error) {
+	return delta.ObjectInfo{}, u.err
+}
+func (u unreadable) ReadRange(context.Context, string, int64, int64) (io.ReadCloser, error) {
+	return nil, u.err
 }

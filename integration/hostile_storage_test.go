@@ -109,3 +109,34 @@ func TestDataFilesThatAreNotRegularFiles(t *testing.T) {
 func unixMkdev(major, minor uint64) uint64 {
 	return (major&0xfff)<<8 | (minor & 0xff) | (major&^0xfff)<<32 | (minor&^0xff)<<12
 }
+
+// TestWarehouseChildNames: a local warehouse whose table directories are
+// named with a tab, a newline and a "__0x41__" sequence (which gocloud's
+// fileblob takes for an escape) serves each under its own name, with its
+// rows; appends to them are refused up front, saying why, since their
+// objects would be written under other names.
+func TestWarehouseChildNames(t *testing.T) {
+	wh := t.TempDir()
+	names := []string{"tab\there", "new\nline", "t__0x41__x"}
+	for _, n := range names {
+		if err := os.Rename(testenv.CopyFixture(t, fixtureAppend), filepath.Join(wh, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{URL: wh}}})
+	want := len(liveFiles(t, latestSnapshot(t, testenv.Fixture(t, fixtureAppend))))
+	for _, n := range names {
+		ents, err := os.ReadDir(filepath.Join(mnt, n, "@latest"))
+		if err != nil || len(ents) != want {
+			t.Errorf("%q/@latest: %d entries, %v; want %d", n, len(ents), err, want)
+			continue
+		}
+		if _, err := os.ReadFile(filepath.Join(mnt, n, "@latest", ents[0].Name())); err != nil {
+			t.Errorf("read %q/@latest/%s: %v", n, ents[0].Name(), err)
+		}
+		reason, err := os.ReadFile(filepath.Join(mnt, n, "inbox", "_deltafs_error.txt"))
+		if err != nil || !bytes.Contains(reason, []byte("store")) {
+			t.Errorf("%q/inbox/_deltafs_error.txt: %q, %v; want why appends are refused", n, reason, err)
+		}
+	}
+}

@@ -300,6 +300,9 @@ func (s *Store) listLocal(dir, from string) ([]delta.ObjectInfo, error) {
 
 // ListDirs implements delta.Storage.
 func (s *Store) ListDirs(ctx context.Context, dir string) ([]string, error) {
+	if s.local != "" {
+		return s.listDirsLocal(dir)
+	}
 	full := s.prefix + dir
 	var out []string
 	err := s.list(ctx, full, "", func(obj *blob.ListObject) {

@@ -80,3 +80,23 @@ type localReader struct {
 
 func (r *localReader) Read(p []byte) (int, error) { return r.r.Read(p) }
 func (r *localReader) Close() error               { return r.f.Close() }
+
+// listDirsLocal is ListDirs of a local root: the directories' names as
+// they are (fileblob would report a name holding "__0x41__" as "A"), and
+// no symbolic link to a directory, which would lead out of the root.
+func (s *Store) listDirsLocal(dir string) ([]string, error) {
+	ents, err := os.ReadDir(s.localPath(dir))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, s.wrap("list", dir, err)
+	}
+	var out []string
+	for _, e := range ents { // sorted by name
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
