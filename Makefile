@@ -16,8 +16,10 @@ TEST_FLAGS   ?= -race -count=1 -timeout 20m
 TEST_FORMAT  ?= $(if $(CI),standard-verbose,testname)
 FUZZTIME     ?= 30s
 SOAK_TIMEOUT ?= 2h
+MODEL_CHECKS ?= 60
+MODEL_STEPS  ?= 60
 
-.PHONY: help build test bench lint tools tools-servers tools-system fuzz soak demo clean
+.PHONY: help build test bench lint tools tools-servers tools-system fuzz soak model demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
@@ -53,6 +55,9 @@ fuzz: ## run every Fuzz* target for FUZZTIME each (default 30s)
 
 soak: ## run the soak tests (build tag soak) in integration/
 	$(GO) test -tags soak -count=1 -timeout $(SOAK_TIMEOUT) ./integration/...
+
+model: ## the model-based test of appends and reads, long: MODEL_CHECKS sequences of about MODEL_STEPS steps (RAPID_SEED=N replays one)
+	DELTAFS_MODEL_LONG=1 RAPID_CHECKS=$(MODEL_CHECKS) RAPID_STEPS=$(MODEL_STEPS) $(GO) test -count=1 -timeout 2h -run TestModelAppendsAndReads -v ./integration/
 
 demo: build ## mount a generated sample table at demo/mnt and show what to try (Ctrl-C unmounts)
 	bin/deltafs demo --dir $(CURDIR)/demo
