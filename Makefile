@@ -19,7 +19,7 @@ SOAK_TIMEOUT ?= 2h
 MODEL_CHECKS ?= 60
 MODEL_STEPS  ?= 60
 
-.PHONY: help build test bench lint tools tools-servers tools-system fuzz soak model demo clean
+.PHONY: help build test bench bench-scale lint tools tools-servers tools-system fuzz soak model demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
@@ -36,6 +36,10 @@ test: ## run all tests with -race (gotestsum when installed); DELTAFS_REQUIRE_AL
 
 bench: ## run Go benchmarks and bench/*.sh; output kept in bench/out/
 	PKGS='$(PKGS)' bash scripts/bench.sh
+
+bench-scale: build ## scale benchmark on generated tables (DELTAFS_SCALE_SIZE=full: 100,000 commits, 1,000,000 files); see docs/benchmarks.md
+	$(GO) build -o bin/scalebench ./bench/scalebench
+	DELTAFS_BIN=bin/deltafs bin/scalebench
 
 lint: ## gofmt check, go vet, staticcheck (pinned); reports all findings
 	bash scripts/install-tools.sh staticcheck

@@ -62,13 +62,13 @@ func (t *Table) replayOnto(ctx context.Context, seg *LogSegment, l *logListing, 
 		if f, ok := l.commits.get(v); ok {
 			c, err := t.readCommitCached(ctx, f)
 			if err == nil {
-				return t.finish(v, base, c, baseKey)
+				return t.finish(ctx, v, base, c, baseKey)
 			}
 			if !errors.Is(err, ErrCorruptLog) && !errors.Is(err, ErrNotExist) {
 				return nil, t.wrap(v, err)
 			}
 		}
-		return t.finish(v, base, nil, baseKey)
+		return t.finish(ctx, v, base, nil, baseKey)
 	}
 	st, key := base, baseKey
 	var last *commitFile
@@ -85,11 +85,11 @@ func (t *Table) replayOnto(ctx context.Context, seg *LogSegment, l *logListing, 
 			key = stateKey{version: last.version}
 		}
 	}
-	return t.finish(v, st, last, key)
+	return t.finish(ctx, v, st, last, key)
 }
 
 // finish validates the reconciled state and wraps it as a Snapshot.
-func (t *Table) finish(v int64, st *tableState, commit *commitFile, base stateKey) (*Snapshot, error) {
+func (t *Table) finish(ctx context.Context, v int64, st *tableState, commit *commitFile, base stateKey) (*Snapshot, error) {
 	if st.protocol == nil {
 		return nil, &LogError{Table: t.name, Version: v, Err: corruptf("no protocol action in the log up to this version")}
 	}
@@ -98,6 +98,14 @@ func (t *Table) finish(v int64, st *tableState, commit *commitFile, base stateKe
 	}
 	if err := CheckReadable(t.name, v, st.protocol, st.metadata); err != nil {
 		return nil, err
+	}
+	if commit != nil && commit.file.ModTime.IsZero() {
+		// Listed by name (a local log): the commit time is its file's.
+		if o, err := t.store.Stat(ctx, commit.file.Key); err == nil {
+			c := *commit
+			c.file.ModTime = o.ModTime
+			commit = &c
+		}
 	}
 	s := newSnapshot(t, v, st, commit)
 	s.base = base

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,9 +23,12 @@ type commitIndex struct {
 	mono     []int64 // per entry: modification time in ms, made strictly increasing
 }
 
+// commitEntry is one commit. size and mtimeNs are 0 when unknown (a name
+// listing, see NameLister) and filled once known; they are read and
+// written atomically once the index is shared.
 type commitEntry struct {
 	version int64
-	size    int64
+	size    int64 // bytes; 0 = unknown
 	mtimeNs int64 // modification time, Unix ns; 0 = unknown
 }
 
@@ -110,16 +114,24 @@ func (c *commitIndex) has(v int64) bool { return c.find(v) >= 0 }
 
 // file rebuilds the LogFile of entry i.
 func (c *commitIndex) file(i int) LogFile {
-	e := c.entries[i]
+	e := &c.entries[i]
 	key, ok := c.odd[e.version]
 	if !ok {
 		key = canonicalCommitKey(e.version)
 	}
-	f := LogFile{ObjectInfo: ObjectInfo{Key: key, Size: e.size}, Kind: KindCommit, Version: e.version}
-	if e.mtimeNs != 0 {
-		f.ModTime = time.Unix(0, e.mtimeNs)
+	f := LogFile{ObjectInfo: ObjectInfo{Key: key, Size: atomic.LoadInt64(&e.size)}, Kind: KindCommit, Version: e.version}
+	if ns := atomic.LoadInt64(&e.mtimeNs); ns != 0 {
+		f.ModTime = time.Unix(0, ns)
 	}
 	return f
+}
+
+// setInfo records the size and time of entry i, learnt after listing.
+func (c *commitIndex) setInfo(i int, o ObjectInfo) {
+	atomic.StoreInt64(&c.entries[i].size, o.Size)
+	if !o.ModTime.IsZero() {
+		atomic.StoreInt64(&c.entries[i].mtimeNs, o.ModTime.UnixNano())
+	}
 }
 
 // len returns the number of commits.
@@ -135,8 +147,8 @@ func (c *commitIndex) versions(fn func(i int, v int64)) {
 // monotonicMs returns entry i's modification time in ms, adjusted so that
 // the times strictly increase (each at least 1 ms after the previous), as
 // Spark and Delta Kernel do for time travel without in-commit timestamps.
-// Computed once for the whole index (8 bytes a commit). Valid once the
-// index is complete (a listing's index never changes after listLog).
+// Computed once for the whole index (8 bytes a commit): every time must be
+// known first (logListing.fillTimes).
 func (c *commitIndex) monotonicMs(i int) int64 {
 	c.monoOnce.Do(func() {
 		c.mono = make([]int64, len(c.entries))
@@ -152,6 +164,12 @@ func (c *commitIndex) monotonicMs(i int) int64 {
 	return c.mono[i]
 }
 
+// entryCopy reads entry i atomically.
+func (c *commitIndex) entryCopy(i int) commitEntry {
+	e := &c.entries[i]
+	return commitEntry{version: e.version, size: atomic.LoadInt64(&e.size), mtimeNs: atomic.LoadInt64(&e.mtimeNs)}
+}
+
 // merged returns the union of c and newer (entries of newer win).
 func (c *commitIndex) merged(newer *commitIndex) *commitIndex {
 	out := &commitIndex{entries: make([]commitEntry, 0, len(c.entries)+len(newer.entries))}
@@ -164,8 +182,12 @@ func (c *commitIndex) merged(newer *commitIndex) *commitIndex {
 			out.odd[v] = k
 		}
 	}
-	out.entries = append(out.entries, c.entries...)
-	out.entries = append(out.entries, newer.entries...)
+	for i := range c.entries {
+		out.entries = append(out.entries, c.entryCopy(i))
+	}
+	for i := range newer.entries {
+		out.entries = append(out.entries, newer.entryCopy(i))
+	}
 	out.finish()
 	return out
 }

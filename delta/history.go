@@ -50,6 +50,9 @@ func (t *Table) HistoryEach(ctx context.Context, from, to int64, fn func(CommitS
 	if err != nil {
 		return err
 	}
+	if err := l.fillTimes(ctx, t.store); err != nil {
+		return t.wrap(-1, err)
+	}
 	md := latest.Metadata()
 	i := l.commits.search(from)
 	for i < l.commits.len() && l.commits.entries[i].version <= to {

@@ -203,28 +203,43 @@ func actionName(a *Action) string {
 // first for cached commits.
 func readCommits(ctx context.Context, files []LogFile, read func(context.Context, LogFile) (*commitFile, error)) ([]*commitFile, error) {
 	out := make([]*commitFile, len(files))
-	errs := make([]error, len(files))
+	err := parallel(ctx, len(files), func(ctx context.Context, i int) error {
+		var err error
+		out[i], err = read(ctx, files[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// parallel calls fn for 0..n-1 on up to 4*GOMAXPROCS goroutines (storage
+// requests, not CPU work, bound them) and returns the first error, after
+// which the remaining calls are skipped and ctx is cancelled.
+func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	workers := min(len(files), 4*runtime.GOMAXPROCS(0))
+	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for w := 0; w < min(n, 4*runtime.GOMAXPROCS(0)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i], errs[i] = read(ctx, files[i])
-				if errs[i] != nil {
+				if errs[i] = fn(ctx, i); errs[i] != nil {
 					cancel()
 				}
 			}
 		}()
 	}
+	fed := 0
 feed:
-	for i := range files {
+	for i := 0; i < n; i++ {
 		select {
 		case next <- i:
+			fed++
 		case <-ctx.Done():
 			break feed
 		}
@@ -233,11 +248,11 @@ feed:
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := ctx.Err(); err != nil && len(files) > 0 && out[len(files)-1] == nil {
-		return nil, err
+	if fed < n {
+		return ctx.Err()
 	}
-	return out, nil
+	return nil
 }

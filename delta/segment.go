@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"sync"
 )
 
 // LogSegment is what a snapshot of one version is built from: the newest
@@ -31,13 +32,29 @@ type logListing struct {
 	checkpt map[int64][]LogFile // every checkpoint file, by version
 	maxV    int64               // highest commit version listed, -1 if none
 	vs      versionSpans        // reconstructable versions, computed on first use
+	byName  bool                // listed by name: commit sizes and times unknown until filled
+
+	fillMu sync.Mutex // serializes fillTimes
+	filled bool       // guarded by fillMu: every commit's size and time known
 }
 
-// listLog lists _delta_log starting at version from.
+// listLog lists _delta_log starting at version from. A store that lists
+// names cheaply (NameLister) is listed by name: checkpoints, which are few
+// and whose sizes the Parquet reader needs, are stat-ed; commits are not
+// (see fillTimes).
 func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
 	start := ""
 	if from > 0 {
 		start = versionPrefix(from)
+	}
+	if nl, ok := s.(NameLister); ok {
+		names, ok, err := nl.ListNames(ctx, LogDir, start)
+		if ok {
+			if err != nil && !errors.Is(err, ErrNotExist) {
+				return nil, err
+			}
+			return listingOfNames(ctx, s, from, names)
+		}
 	}
 	objs, err := s.List(ctx, LogDir, start)
 	if err != nil && !errors.Is(err, ErrNotExist) { // a missing dir lists as empty, as on object stores
@@ -60,6 +77,85 @@ func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
 	}
 	l.commits.finish()
 	return l, nil
+}
+
+// listingOfNames classifies a name listing, stat-ing the checkpoint files.
+func listingOfNames(ctx context.Context, s Storage, from int64, names []string) (*logListing, error) {
+	l := &logListing{from: from, commits: &commitIndex{}, checkpt: map[int64][]LogFile{}, maxV: -1, byName: true}
+	for _, n := range names {
+		f, ok := ParseLogName(n)
+		if !ok || f.Version < from {
+			continue
+		}
+		f.Key = LogDir + n
+		switch f.Kind {
+		case KindCommit:
+			l.commits.add(f)
+			l.maxV = max(l.maxV, f.Version)
+		case KindCheckpoint, KindMultiPartCheckpt, KindUUIDCheckpoint:
+			o, err := s.Stat(ctx, f.Key)
+			if errors.Is(err, ErrNotExist) {
+				continue // removed since the listing
+			}
+			if err != nil {
+				return nil, err
+			}
+			f.ObjectInfo = o
+			l.checkpt[f.Version] = append(l.checkpt[f.Version], f)
+		}
+	}
+	l.commits.finish()
+	return l, nil
+}
+
+// fillTime makes sure commit entry i's size and time are known, stat-ing
+// the commit of a listing made by name.
+func (l *logListing) fillTime(ctx context.Context, s Storage, i int) (LogFile, error) {
+	f := l.commits.file(i)
+	if !l.byName || !f.ModTime.IsZero() {
+		return f, nil
+	}
+	o, err := s.Stat(ctx, f.Key)
+	if err != nil {
+		return f, err
+	}
+	l.commits.setInfo(i, o)
+	return l.commits.file(i), nil
+}
+
+// fillTimes makes sure every commit's size and time are known, with
+// concurrent stats (local stores, the only ones listed by name, answer
+// them from the inode cache or the disk).
+func (l *logListing) fillTimes(ctx context.Context, s Storage) error {
+	if !l.byName {
+		return nil
+	}
+	l.fillMu.Lock()
+	defer l.fillMu.Unlock()
+	if l.filled {
+		return nil
+	}
+	var todo []LogFile
+	var idx []int
+	l.commits.versions(func(i int, v int64) {
+		if f := l.commits.file(i); f.ModTime.IsZero() {
+			todo, idx = append(todo, f), append(idx, i)
+		}
+	})
+	infos := make([]ObjectInfo, len(todo))
+	err := parallel(ctx, len(todo), func(ctx context.Context, k int) error {
+		var err error
+		infos[k], err = s.Stat(ctx, todo[k].Key)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for k, i := range idx {
+		l.commits.setInfo(i, infos[k])
+	}
+	l.filled = true
+	return nil
 }
 
 // latestVersion is the newest version the listing can describe: the highest

@@ -75,6 +75,22 @@ func CheckKey(s Storage, key string) error {
 	return nil
 }
 
+// NameLister is an optional capability of a Storage whose listing is much
+// cheaper without sizes and times: a local directory lists with one
+// getdents, where sizes and times cost a stat per entry (100,000 stats for
+// a log of 100,000 commits). ListNames returns the base names of the
+// regular objects directly under dir that sort at or after from, in
+// ascending order; ok is false when it would be no cheaper than List
+// (object stores, whose listings carry sizes and times at no cost), and
+// the caller then lists with List. The log engine lists _delta_log with it
+// and stats a commit only when its time is needed.
+//
+// Wrappers of a Storage must forward it (or not declare it, which costs
+// only speed).
+type NameLister interface {
+	ListNames(ctx context.Context, dir, from string) (names []string, ok bool, err error)
+}
+
 // ReadAll reads a whole object.
 func ReadAll(ctx context.Context, s Storage, key string) ([]byte, error) {
 	rc, err := s.ReadRange(ctx, key, 0, -1)

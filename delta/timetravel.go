@@ -114,6 +114,9 @@ func (t *Table) versionAtListed(ctx context.Context, md *Metadata, ts time.Time)
 	if err != nil {
 		return 0, err
 	}
+	if err := l.fillTimes(ctx, t.store); err != nil {
+		return 0, t.wrap(-1, err)
+	}
 	var cands []int64 // reconstructable versions with a commit file, ascending
 	for _, v := range l.reconstructable() {
 		if l.commits.has(v) {

@@ -87,6 +87,9 @@ func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := l.fillTimes(ctx, t.store); err != nil {
+		return nil, t.wrap(-1, err)
+	}
 	var out []VersionInfo
 	for _, s := range l.spans() {
 		for v := s.from; v <= s.to; v++ {
@@ -156,6 +159,13 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 	}
 	if !ok {
 		return VersionInfo{}, t.wrap(v, fmt.Errorf("%w: version %d", ErrVersionNotFound, v))
+	}
+	if f.Key != "" && f.ModTime.IsZero() { // listed by name: stat it now
+		o, err := t.store.Stat(ctx, f.Key)
+		if err != nil && !errors.Is(err, ErrNotExist) {
+			return VersionInfo{}, t.wrap(v, err)
+		}
+		f.ModTime = o.ModTime
 	}
 	info := VersionInfo{Version: v, ModTime: f.ModTime}
 	if f.Key == "" || latest == nil || !ictApplies(latest.Metadata(), v) {
@@ -261,7 +271,8 @@ func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
 	if tail.maxV <= prev.maxV && len(tail.checkpt) == len(prevCheckpointsFrom(prev, tail.from)) {
 		return prev, nil
 	}
-	merged := &logListing{from: 0, commits: prev.commits.merged(tail.commits), checkpt: map[int64][]LogFile{}, maxV: max(prev.maxV, tail.maxV)}
+	merged := &logListing{from: 0, commits: prev.commits.merged(tail.commits), checkpt: map[int64][]LogFile{}, maxV: max(prev.maxV, tail.maxV),
+		byName: prev.byName || tail.byName}
 	for v, f := range prev.checkpt {
 		merged.checkpt[v] = f
 	}

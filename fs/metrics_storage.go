@@ -41,6 +41,22 @@ func (s *timedStorage) List(ctx context.Context, dir, from string) ([]delta.Obje
 	return out, err
 }
 
+// ListNames forwards delta.NameLister when the wrapped storage has it.
+func (s *timedStorage) ListNames(ctx context.Context, dir, from string) ([]string, bool, error) {
+	nl, ok := s.Storage.(delta.NameLister)
+	if !ok {
+		return nil, false, nil
+	}
+	start := time.Now()
+	out, ok, err := nl.ListNames(ctx, dir, from)
+	if ok {
+		s.m.storageRequest(s.table, "list", dir, start, err)
+	}
+	return out, ok, err
+}
+
+var _ delta.NameLister = (*timedStorage)(nil)
+
 func (s *timedStorage) ListDirs(ctx context.Context, dir string) ([]string, error) {
 	start := time.Now()
 	out, err := s.Storage.ListDirs(ctx, dir)

@@ -111,11 +111,29 @@ func readFirstFile(t *testing.T, dir string) int {
 	return size
 }
 
+// readAllFiles reads every data file under dir (recursively).
+func readAllFiles(t *testing.T, dir string) {
+	t.Helper()
+	if target, err := os.Readlink(dir); err == nil { // @latest
+		dir = filepath.Join(filepath.Dir(dir), target)
+	}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		_, err = os.ReadFile(p)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("read the data files under %s: %v", dir, err)
+	}
+}
+
 func TestMetricsMove(t *testing.T) {
 	srv, mnt := mountForMetrics(t)
 	before := scrape(t, srv)
 	n := readFirstFile(t, filepath.Join(mnt, "plain", "@latest"))
-	readFirstFile(t, filepath.Join(mnt, "dv", "@latest")) // deletion vectors: materialized
+	readAllFiles(t, filepath.Join(mnt, "dv", "@latest")) // some with deletion vectors: materialized
 	os.ReadFile(filepath.Join(mnt, "refused", "@latest", "x"))
 	after := scrape(t, srv)
 

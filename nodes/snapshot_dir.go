@@ -92,20 +92,12 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 	return d.NewInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG, Ino: f.ino()}), 0
 }
 
-// OpendirHandle lists the directory and lets the kernel keep the listing.
+// OpendirHandle lists the directory (see snapshotStream) and lets the
+// kernel keep the listing.
 func (d *SnapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	_, td, errno := d.treeDir(ctx)
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	list := make([]fuse.DirEntry, len(td.entries))
-	for i, e := range td.entries {
-		p := path.Join(d.dir, e.name)
-		if e.add == nil {
-			list[i] = fuse.DirEntry{Name: e.name, Mode: syscall.S_IFDIR, Ino: stableIno(kindSnapDir, d.ref.name, d.ref.version, p)}
-		} else {
-			list[i] = fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Ino: stableIno(kindFile, d.ref.name, d.ref.version, p)}
-		}
-	}
-	return fs.NewListDirStream(list), fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	return &snapshotStream{dir: d, td: td}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }

@@ -1,6 +1,7 @@
 package blobstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -99,4 +100,27 @@ func (s *Store) listDirsLocal(dir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+var _ delta.NameLister = (*Store)(nil)
+
+// ListNames implements delta.NameLister: for a local root, the regular
+// files of the directory by the types getdents reports (symbolic links and
+// other non-regular files are left out, as List leaves them out), with no
+// stat; remote stores report ok = false.
+func (s *Store) ListNames(ctx context.Context, dir, from string) ([]string, bool, error) {
+	if s.local == "" {
+		return nil, false, nil
+	}
+	ents, err := os.ReadDir(filepath.Join(s.local, filepath.FromSlash(dir)))
+	if err != nil {
+		return nil, true, s.wrap("list", dir, err)
+	}
+	var out []string
+	for _, e := range ents { // sorted by name
+		if e.Name() >= from && e.Type().IsRegular() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, true, nil
 }

@@ -1,0 +1,60 @@
+package nodes
+
+import (
+	"context"
+	"path"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// snapshotStream is the open handle of a snapshot directory. It reads the
+// directory's entries straight from the snapshot's tree (no copy), and it
+// answers READDIRPLUS with attributes for subdirectories only: data files
+// get none (a zero node id, "no attributes for this entry" to the
+// kernel), so that find, ls -R or a glob over 1,000,000 files creates no
+// inode and no node per file in the mount; a stat of a file then looks it
+// up (SnapshotDir.Lookup), and only what is stat-ed costs memory.
+type snapshotStream struct {
+	dir *SnapshotDir
+	td  *treeDir
+	pos int
+}
+
+var (
+	_ = (fs.FileReaddirenter)((*snapshotStream)(nil))
+	_ = (fs.FileSeekdirer)((*snapshotStream)(nil))
+	_ = (fs.FileLookuper)((*snapshotStream)(nil))
+)
+
+// Readdirent returns the next entry; offsets are entry index + 1.
+func (s *snapshotStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if s.pos >= len(s.td.entries) {
+		return nil, 0
+	}
+	e := s.td.entries[s.pos]
+	s.pos++
+	d := s.dir
+	p := path.Join(d.dir, e.name)
+	de := &fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Ino: stableIno(kindFile, d.ref.name, d.ref.version, p), Off: uint64(s.pos)}
+	if e.add == nil {
+		de.Mode, de.Ino = syscall.S_IFDIR, stableIno(kindSnapDir, d.ref.name, d.ref.version, p)
+	}
+	return de, 0
+}
+
+// Seekdir moves to the entry after offset off.
+func (s *snapshotStream) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	s.pos = int(min(off, uint64(len(s.td.entries))))
+	return 0
+}
+
+// Lookup answers READDIRPLUS: attributes for subdirectories, none for
+// files (see the type's comment).
+func (s *snapshotStream) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if e, ok := s.td.lookup(name); ok && e.add == nil {
+		return s.dir.Lookup(ctx, name, out)
+	}
+	return nil, syscall.ENOENT
+}
