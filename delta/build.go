@@ -167,22 +167,22 @@ func (t *Table) segmentOf(ctx context.Context, v int64, hint *logListing) (*LogS
 }
 
 // extendLatest returns v's segment as the latest snapshot's segment plus the
-// commits of hint, a listing that starts right after the latest version (a
-// refresh): no checkpoint was written since, so the segment keeps the
+// commits of hint, a listing that starts at or right after the latest
+// version (a refresh): no checkpoint was written since, so the segment keeps the
 // latest's checkpoint. It fails (the caller then lists) when there is no such
 // snapshot, its checkpoint went bad, or hint's commits are not contiguous.
 func (t *Table) extendLatest(hint *logListing, v int64, bad map[int64]bool) (*LogSegment, error) {
 	t.mu.Lock()
 	prev := t.latest
 	t.mu.Unlock()
-	if prev == nil || prev.segment == nil || hint.from != prev.version+1 || v <= prev.version ||
+	if prev == nil || prev.segment == nil || hint.from < prev.version || hint.from > prev.version+1 || v <= prev.version ||
 		bad[prev.segment.CheckpointVersion] {
 		return nil, errNeedEarlier
 	}
 	seg := &LogSegment{Version: v, CheckpointVersion: prev.segment.CheckpointVersion, Checkpoint: prev.segment.Checkpoint,
 		CheckpointCommit: prev.segment.CheckpointCommit}
 	seg.Commits = slices.Clone(prev.segment.Commits)
-	for c := hint.from; c <= v; c++ {
+	for c := prev.version + 1; c <= v; c++ {
 		f, ok := hint.commits.get(c)
 		if !ok {
 			return nil, errNeedEarlier

@@ -35,6 +35,10 @@ var (
 	// name than its key (object-store drivers escape "../", control
 	// characters, ...), so a log naming the key would name nothing.
 	ErrUnstorableKey = errors.New("key the storage would store under another name")
+	// ErrTableChanged: the log a reader built on is gone (the table was
+	// deleted or its _delta_log moved) or the location now holds another
+	// table (a different metaData.id).
+	ErrTableChanged = errors.New("table vanished or was replaced")
 )
 
 // UnsupportedFeatureError reports the protocol features of a table that the

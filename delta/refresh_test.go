@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,8 +40,8 @@ func TestRefreshExtendsLatest(t *testing.T) {
 	if err != nil || s.Version() != 4 {
 		t.Fatalf("refresh: %v, %v", s, err)
 	}
-	if len(cs.lists) != 1 || cs.lists[0] != LogDir+"@"+versionPrefix(3) {
-		t.Errorf("refresh listed %v, want one LIST from version 3", cs.lists)
+	if len(cs.lists) != 1 || cs.lists[0] != LogDir+"@"+versionPrefix(2) {
+		t.Errorf("refresh listed %v, want one LIST from version 2 (the last seen, which must still be there)", cs.lists)
 	}
 	fresh, err := Open(dirStore{root}, Options{}).Latest(ctx)
 	if err != nil {
@@ -79,5 +80,52 @@ func TestRefreshExtendsLatest(t *testing.T) {
 	}
 	if seg := s.segment; seg.CheckpointVersion != 7 || len(seg.Commits) != 1 {
 		t.Errorf("segment %+v, want checkpoint 7 and commit 8", seg)
+	}
+}
+
+// TestRefreshNoticesTableChanged: a refresh after the log was deleted, or
+// after another table (another metaData.id) took the location with more
+// versions, fails with ErrTableChanged instead of keeping the old latest
+// as if nothing happened.
+func TestRefreshNoticesTableChanged(t *testing.T) {
+	ctx := context.Background()
+	root := writeLog(t, map[int64][]string{0: append(header(), addLine("a", "")), 1: {addLine("b", "")}})
+	tbl := Open(dirStore{root}, Options{})
+	if _, err := tbl.Latest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "_delta_log")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := tbl.Latest(ctx); !errors.Is(err, ErrTableChanged) {
+		t.Errorf("refresh of a deleted log: %v, %v; want ErrTableChanged", s, err)
+	}
+
+	root = writeLog(t, map[int64][]string{0: append(header(), addLine("a", ""))})
+	tbl = Open(dirStore{root}, Options{})
+	if _, err := tbl.Latest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := []string{header()[0], strings.Replace(header()[1], `"id":"t"`, `"id":"other"`, 1), addLine("x", "")}
+	for v, lines := range map[int64][]string{0: other, 1: {addLine("y", "")}} {
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(CommitKey(v))), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, err := tbl.Latest(ctx); !errors.Is(err, ErrTableChanged) || !strings.Contains(err.Error(), "rewritten") {
+		t.Errorf("refresh of a replaced table: %v, %v; want ErrTableChanged (commit 0 rewritten)", s, err)
+	}
+
+	// The old commits untouched, a newer one with another table's metaData.
+	root = writeLog(t, map[int64][]string{0: append(header(), addLine("a", ""))})
+	tbl = Open(dirStore{root}, Options{})
+	if _, err := tbl.Latest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(CommitKey(1))), []byte(other[1]+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := tbl.Latest(ctx); !errors.Is(err, ErrTableChanged) || !strings.Contains(err.Error(), "other") {
+		t.Errorf("refresh onto another metaData.id: %v, %v; want ErrTableChanged naming the new id", s, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"time"
 )
 
 // Options tunes a Table's caches. Zero values take the defaults.
@@ -167,9 +168,14 @@ func (t *Table) Latest(ctx context.Context) (*Snapshot, error) {
 	if prev == nil {
 		return t.loadLatest(ctx)
 	}
-	l, err := listLog(ctx, t.store, prev.version+1)
+	// List from prev's own version: its commit (or checkpoint) must still
+	// be there, or the log prev was built from is gone.
+	l, err := listLog(ctx, t.store, prev.version)
 	if err != nil {
 		return nil, t.wrap(-1, err)
+	}
+	if err := prev.stillListed(l); err != nil {
+		return nil, t.wrap(prev.version, err)
 	}
 	if l.maxV <= prev.version {
 		return prev, nil
@@ -178,8 +184,37 @@ func (t *Table) Latest(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if was, now := prev.Metadata().ID, s.Metadata().ID; was != now {
+		return nil, t.wrap(s.version, fmt.Errorf("%w: version %d has metaData.id %s, version %d had %s: another table now lives here", ErrTableChanged, s.version, now, prev.version, was))
+	}
 	t.setLatest(s)
 	return s, nil
+}
+
+// stillListed returns an error wrapping ErrTableChanged unless the listing
+// l (from s's version on) still holds s's own commit (or checkpoint) as s
+// read it: same size and modification time. Otherwise the log s was built
+// from is gone or was rewritten (the table deleted, moved or replaced),
+// and extending s would mix two tables.
+func (s *Snapshot) stillListed(l *logListing) error {
+	v := s.version
+	f, ok := l.commits.get(v)
+	if !ok && len(l.checkpt[v]) == 0 {
+		return fmt.Errorf("%w: version %d, the newest this reader saw, is no longer in the log (the table was deleted, moved or replaced)", ErrTableChanged, v)
+	}
+	if !ok || s.segment == nil {
+		return nil
+	}
+	var old LogFile
+	if n := len(s.segment.Commits); n > 0 {
+		old = s.segment.Commits[n-1]
+	} else {
+		old = s.segment.CheckpointCommit
+	}
+	if old.Version == v && old.Key != "" && (old.Size != f.Size || !old.ModTime.Equal(f.ModTime)) {
+		return fmt.Errorf("%w: commit %d was rewritten (%d bytes at %s, was %d bytes at %s)", ErrTableChanged, v, f.Size, f.ModTime.UTC().Format(time.RFC3339Nano), old.Size, old.ModTime.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 func (t *Table) setLatest(s *Snapshot) {

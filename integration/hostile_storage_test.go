@@ -6,9 +6,11 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -138,5 +140,53 @@ func TestWarehouseChildNames(t *testing.T) {
 		if err != nil || !bytes.Contains(reason, []byte("store")) {
 			t.Errorf("%q/inbox/_deltafs_error.txt: %q, %v; want why appends are refused", n, reason, err)
 		}
+	}
+}
+
+// TestTableVanishedUnderMount: the table directory deleted, or its
+// _delta_log moved away, while mounted. An inbox drop must not write a
+// commit into the empty place (a log with no beginning), and the status
+// file must say the table vanished rather than that all is well.
+func TestTableVanishedUnderMount(t *testing.T) {
+	for name, vanish := range map[string]func(root string) error{
+		"table deleted": os.RemoveAll,
+		"log moved away": func(root string) error {
+			return os.Rename(filepath.Join(root, "_delta_log"), filepath.Join(filepath.Dir(root), "moved_log"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := testenv.CopyFixture(t, fixtureAppend)
+			mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}, Refresh: 100 * time.Millisecond})
+			if _, err := os.ReadDir(filepath.Join(mnt, "t", "@latest")); err != nil {
+				t.Fatal(err)
+			}
+			if err := vanish(root); err != nil {
+				t.Fatal(err)
+			}
+			data := parquetBytes(t, []basicRow{{ptr("late"), ptr[int64](1), nil}})
+			if err := os.WriteFile(filepath.Join(mnt, "t", "inbox", "late.parquet"), data, 0o644); err == nil {
+				t.Errorf("an append to a vanished table succeeded")
+			}
+			if ents, err := os.ReadDir(filepath.Join(root, "_delta_log")); err == nil && len(ents) > 0 {
+				t.Errorf("the append wrote %v into the vanished table's place", ents)
+			}
+			var last string
+			ok := eventually(20*time.Second, func() bool {
+				st, err := os.ReadFile(filepath.Join(mnt, ".deltafs-status.json"))
+				var doc struct {
+					Tables []struct {
+						Name, RefreshError, Refused string
+					}
+				}
+				if err != nil || json.Unmarshal(st, &doc) != nil || len(doc.Tables) != 1 {
+					return false
+				}
+				last = doc.Tables[0].RefreshError + doc.Tables[0].Refused
+				return strings.Contains(last, "vanished")
+			})
+			if !ok {
+				t.Errorf("status file says %q, want that the table vanished", last)
+			}
+		})
 	}
 }

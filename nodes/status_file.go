@@ -38,6 +38,10 @@ type TableStatus struct {
 	Timestamp *time.Time `json:"timestamp,omitempty"`
 	// Refused says why the table cannot be read (its _deltafs_error.txt).
 	Refused string `json:"refused,omitempty"`
+	// RefreshError, with Version, says why the last refresh failed:
+	// @latest stays at Version, which may be stale (for example the table
+	// was deleted or replaced under the mount).
+	RefreshError string `json:"refreshError,omitempty"`
 	// Inbox is the table's inbox; nil on a read-only mount.
 	Inbox *InboxState `json:"inbox,omitempty"`
 }
@@ -127,12 +131,15 @@ const kindStatus = "status"
 // status returns the table's state without reading storage.
 func (d *TableDir) status(ctx context.Context) TableStatus {
 	d.mu.Lock()
-	snap, refused := d.latest, d.refused
+	snap, refused, stale := d.latest, d.refused, d.stale
 	d.mu.Unlock()
 	ts := TableStatus{Name: d.name}
 	if snap != nil {
 		v, t := snap.Version(), snap.Timestamp()
 		ts.Version, ts.Timestamp = &v, &t
+		if stale != nil {
+			ts.RefreshError = stale.Error()
+		}
 	} else if refused != nil {
 		ts.Refused = refused.Error()
 	}

@@ -49,6 +49,10 @@ type TableDir struct {
 	mu      sync.Mutex
 	latest  *delta.Snapshot // guarded by mu: newest snapshot seen, nil until read
 	refused error           // guarded by mu: why the table cannot be read (latest == nil)
+	// stale is why the last refresh failed after the table had been read
+	// (storage trouble, the table vanished or was replaced): @latest
+	// stays at latest, and the status file says why it may be stale.
+	stale error // guarded by mu
 }
 
 var (
@@ -78,7 +82,11 @@ func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		if d.latest != nil || cancelled(err) {
+		if cancelled(err) {
+			return false, err
+		}
+		if d.latest != nil {
+			d.stale = err
 			return false, err
 		}
 		changed = d.refused == nil || d.refused.Error() != err.Error()
@@ -91,7 +99,7 @@ func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
 		return false, nil
 	}
 	changed = d.latest == nil || d.latest.Version() != snap.Version()
-	d.latest, d.refused = snap, nil
+	d.latest, d.refused, d.stale = snap, nil, nil
 	return changed, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
@@ -106,6 +107,9 @@ func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *tx
 		tx.base = snap
 		body, err := c.buildCommit(snap, tx, v)
 		if err != nil {
+			return -1, err
+		}
+		if err := c.checkBase(ctx, snap); err != nil {
 			return -1, err
 		}
 		crashPoint(CrashCommitting)
@@ -269,4 +273,28 @@ func (c *Committer) maybeCheckpoint(ctx context.Context, v int64, every int) {
 		return
 	}
 	c.log.Debug("checkpoint written", "version", v)
+}
+
+// checkBase makes sure the log the commit extends is still there just
+// before the put: the commit of snap's version (or, where old commits
+// were cleaned up, its checkpoint). A table deleted or whose _delta_log
+// was moved away under the writer would otherwise get a commit at
+// version v+1 in an empty place: a log with no beginning. Only a definite
+// "not there" refuses; a failed request leaves the decision to the put.
+func (c *Committer) checkBase(ctx context.Context, snap *delta.Snapshot) error {
+	v := snap.Version()
+	_, err := c.store.Stat(ctx, delta.CommitKey(v))
+	if err == nil || !errors.Is(err, delta.ErrNotExist) {
+		return nil // there, or unknown: a flaky stat blocks nothing, the put decides
+	}
+	objs, lerr := c.store.List(ctx, delta.LogDir, fmt.Sprintf("%020d.", v))
+	if lerr != nil && !errors.Is(lerr, delta.ErrNotExist) {
+		return nil
+	}
+	for _, o := range objs {
+		if f, ok := delta.ParseLogName(path.Base(o.Key)); ok && f.Version == v {
+			return nil
+		}
+	}
+	return fmt.Errorf("append to %s: %w: version %d, which this commit extends, is no longer in the log (the table was deleted, moved or replaced); nothing written", c.table.Name(), delta.ErrTableChanged, v)
 }
