@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 )
@@ -50,7 +51,14 @@ func (c *Cache) derived(ctx context.Context, key string, build func(w io.Writer)
 		}
 		e, bc, leader := d.lookup(name)
 		if e != nil {
-			return d.open(e, key, true)
+			f, err := d.open(e, key, true)
+			if errors.Is(err, fs.ErrNotExist) {
+				// Deleted behind the cache's back (rm of the file or the
+				// cache dir): forget it and build it again.
+				d.forget(e)
+				continue
+			}
+			return f, err
 		}
 		if leader {
 			e, err := d.build(ctx, name, bc, build, sync)
@@ -122,6 +130,13 @@ func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn fu
 // behind.
 func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) error, sync bool) (int64, error) {
 	f, err := os.CreateTemp(d.dir, tmpPrefix+name+"-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// The cache dir was removed while in use: make it again.
+		if err := os.MkdirAll(d.dir, 0o755); err != nil {
+			return 0, err
+		}
+		f, err = os.CreateTemp(d.dir, tmpPrefix+name+"-*")
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -177,11 +192,38 @@ func (d *diskCache) open(e *diskEntry, key string, touch bool) (*DiskFile, error
 		return nil, fmt.Errorf("blobcache: open derived %q: %w", key, err)
 	}
 	if touch {
-		now := time.Now()
-		_ = os.Chtimes(p, now, now)
+		// Record the use at most once a minute: a touch changes the
+		// file's ctime, which callers may use to tell whether the file
+		// changed since they last checked it (see DiskFile.Stat).
+		if fi, err := f.Stat(); err == nil && time.Since(fi.ModTime()) > touchEvery {
+			now := time.Now()
+			_ = os.Chtimes(p, now, now)
+		}
 	}
 	return &DiskFile{d: d, e: e, f: f}, nil
 }
+
+// touchEvery is how stale a file's mtime gets before an open records the
+// use in it.
+const touchEvery = time.Minute
+
+// forget drops e from the index, for a file found gone from the disk.
+func (d *diskCache) forget(e *diskEntry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.entries[e.name] != e { // open's failure already dropped the caller's reference
+		return
+	}
+	d.lru.Remove(e.elem)
+	delete(d.entries, e.name)
+	d.used -= e.size
+	d.stats.diskBytes.Add(-e.size)
+}
+
+// Stat returns the file's current attributes, as fstat(2) of the open
+// file: a caller that checked the content can tell from the inode, size
+// and ctime whether it changed since.
+func (f *DiskFile) Stat() (os.FileInfo, error) { return f.f.Stat() }
 
 // ctxWriter fails writes once ctx is done, so a build stops when its
 // caller goes away, and counts the bytes written.

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
@@ -30,8 +32,11 @@ type materializer struct {
 	cache  *blobcache.Cache
 	log    *slog.Logger
 	stats  *metrics
-	// verified holds the cache keys whose entry this process built or
-	// checked against its CRC: entries are written without fsync.
+	// verified maps a cache key to the identity (inode, size, ctime) its
+	// entry had when this process last checked it against its CRC: every
+	// open compares the entry on disk with it and checks again if it
+	// changed (overwritten, truncated, replaced), so a damaged entry is
+	// rebuilt, not served. Entries are written without fsync.
 	verified sync.Map
 }
 
@@ -110,7 +115,7 @@ func (m *materializer) entry(ctx context.Context, key string, srcSize int64, bui
 	built := func(w io.Writer) error {
 		err := build(w)
 		if err == nil {
-			m.verified.Store(key, true)
+			m.verified.Store(key, builtHere)
 		}
 		return err
 	}
@@ -131,26 +136,64 @@ func (m *materializer) entry(ctx context.Context, key string, srcSize int64, bui
 			return nil, nil, err
 		}
 		if m.log != nil {
-			m.log.Warn("deltafs: rebuilding a torn cache entry", "err", err)
+			m.log.Warn("deltafs: cache entry damaged or changed on disk; rebuilding it", "entry", df.Path(), "err", err)
 		}
 	}
 }
 
 // openEntry reads the layout of a cache entry for a stored file of srcSize
-// bytes and, the first time this process sees an entry it did not build,
-// checks its CRC.
+// bytes and checks its CRC unless the file on disk is the one this process
+// built or last checked (same inode, size and ctime). A file whose size
+// is not what the cache indexed (truncated, extended) is torn.
 func (m *materializer) openEntry(key string, df *blobcache.DiskFile, srcSize int64) (*pqfile.Layout, error) {
+	fi, err := df.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cache entry %s: %w", df.Path(), err)
+	}
+	if fi.Size() != df.Size() {
+		return nil, fmt.Errorf("%w: %d bytes on disk, %d written", errTornEntry, fi.Size(), df.Size())
+	}
 	l, crc, err := readEntry(df, df.Size(), srcSize)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := m.verified.Load(key); !ok {
+	id, known := identityOf(fi)
+	was, ok := m.verified.Load(key)
+	switch {
+	case ok && known && was == builtHere:
+		m.verified.Store(key, id) // the first open after the build: this file
+	case ok && known && was == id:
+	default:
 		if err := checkEntry(df, df.Size(), crc); err != nil {
 			return nil, err
 		}
-		m.verified.Store(key, true)
+		if known {
+			m.verified.Store(key, id)
+		}
 	}
 	return l, nil
+}
+
+// fileIdentity tells whether a cache entry on disk changed: a write,
+// truncate or replacement changes the ctime or the inode, and no user can
+// set a ctime back.
+type fileIdentity struct {
+	ino, size int64
+	ctime     syscall.Timespec
+}
+
+// builtHere marks an entry this process just built (its identity is
+// recorded at its first open).
+var builtHere = fileIdentity{ino: -1}
+
+// identityOf returns fi's identity; false when the platform gives none
+// (the entry is then checked on every open).
+func identityOf(fi os.FileInfo) (fileIdentity, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileIdentity{}, false
+	}
+	return fileIdentity{ino: int64(st.Ino), size: fi.Size(), ctime: st.Ctim}, true
 }
 
 // renameFor returns the footer rename from physical to logical names of a
