@@ -82,7 +82,7 @@ func (t *Table) replayOnto(ctx context.Context, seg *LogSegment, l *logListing, 
 		st = replay(st, commits)
 		if len(todo) > 0 {
 			t.cacheState(last.version, st, key)
-			key = stateKey{version: last.version}
+			key = stateKey{t: t, version: last.version}
 		}
 	}
 	return t.finish(ctx, v, st, last, key)
@@ -113,14 +113,14 @@ func (t *Table) finish(ctx context.Context, v int64, st *tableState, commit *com
 }
 
 func (t *Table) readCommitCached(ctx context.Context, f LogFile) (*commitFile, error) {
-	if c, ok := t.commits.Get(f.Version); ok && c.file.Key == f.Key {
+	if c, ok := t.commits.Get(commitKey{t, f.Version}); ok && c.file.Key == f.Key {
 		return c, nil
 	}
 	c, err := readCommit(ctx, t.store, f)
 	if err != nil {
 		return nil, err
 	}
-	t.commits.Add(f.Version, c, c.bytes())
+	t.commits.Add(commitKey{t, f.Version}, c, c.bytes())
 	return c, nil
 }
 
@@ -132,16 +132,15 @@ func (t *Table) baseState(ctx context.Context, seg *LogSegment) (*tableState, in
 	if st, k, ok := t.nearestState(seg.CheckpointVersion, seg.Version); ok {
 		return st, k.version, k, nil
 	}
-	none := stateKey{version: -1}
 	if seg.CheckpointVersion < 0 {
-		return newTableState(), -1, none, nil
+		return newTableState(), -1, noBase, nil
 	}
 	st, err := readCheckpoint(ctx, t.store, seg.Checkpoint)
 	if err != nil {
-		return nil, 0, none, err
+		return nil, 0, noBase, err
 	}
-	k := stateKey{version: seg.CheckpointVersion}
-	t.cacheState(k.version, st, none)
+	k := stateKey{t: t, version: seg.CheckpointVersion}
+	t.cacheState(k.version, st, noBase)
 	return st, k.version, k, nil
 }
 

@@ -63,7 +63,7 @@ func (t *Table) HistoryEach(ctx context.Context, from, to int64, fn func(CommitS
 			idx = append(idx, i)
 		}
 		commits, err := readCommits(ctx, files, func(ctx context.Context, f LogFile) (*commitFile, error) {
-			if c, ok := t.commits.Peek(f.Version); ok && c.file.Key == f.Key {
+			if c, ok := t.commits.Peek(commitKey{t, f.Version}); ok && c.file.Key == f.Key {
 				return c, nil
 			}
 			return readCommit(ctx, t.store, f)

@@ -13,11 +13,22 @@ package delta
 // actions it added; touching the snapshot touches its base, so that the
 // base is not evicted from under a snapshot in use.
 
-// stateKey names a cache entry: a snapshot, or a bare state, of a version.
+// stateKey names a cache entry: a snapshot, or a bare state, of a version
+// of a table (caches are shared by a mount's tables).
 type stateKey struct {
+	t       *Table
 	version int64
 	snap    bool
 }
+
+// commitKey names a parsed commit of a table.
+type commitKey struct {
+	t       *Table
+	version int64
+}
+
+// noBase is the base of a state replayed onto nothing.
+var noBase = stateKey{version: -1}
 
 // cachedState is a snapshot (snap set) or a bare state.
 type cachedState struct {
@@ -35,7 +46,7 @@ func (c *cachedState) tableState() *tableState {
 
 // cachedSnapshot returns the cached snapshot of version v.
 func (t *Table) cachedSnapshot(v int64) (*Snapshot, bool) {
-	c, ok := t.states.Get(stateKey{v, true})
+	c, ok := t.states.Get(stateKey{t, v, true})
 	if !ok {
 		return nil, false
 	}
@@ -47,12 +58,12 @@ func (t *Table) cachedSnapshot(v int64) (*Snapshot, bool) {
 
 // cacheSnapshot adds a built snapshot, charged as described above.
 func (t *Table) cacheSnapshot(s *Snapshot) {
-	t.cacheEntry(stateKey{s.version, true}, &cachedState{snap: s, base: s.base})
+	t.cacheEntry(stateKey{t, s.version, true}, &cachedState{snap: s, base: s.base})
 }
 
 // cacheState adds a bare state of version v replayed onto base.
 func (t *Table) cacheState(v int64, st *tableState, base stateKey) {
-	t.cacheEntry(stateKey{v, false}, &cachedState{state: st, base: base})
+	t.cacheEntry(stateKey{t, v, false}, &cachedState{state: st, base: base})
 }
 
 func (t *Table) cacheEntry(k stateKey, c *cachedState) {
@@ -69,9 +80,9 @@ func (t *Table) cacheEntry(k stateKey, c *cachedState) {
 // nearestState returns the cached state (of a snapshot or bare) with the
 // highest version in [lo, hi], and its key; ok is false when there is none.
 func (t *Table) nearestState(lo, hi int64) (*tableState, stateKey, bool) {
-	best := stateKey{version: -1}
+	best := noBase
 	for _, k := range t.states.Keys() {
-		if k.version >= lo && k.version <= hi && (k.version > best.version || k.version == best.version && k.snap) {
+		if k.t == t && k.version >= lo && k.version <= hi && (k.version > best.version || k.version == best.version && k.snap) {
 			best = k
 		}
 	}
@@ -88,5 +99,5 @@ func (t *Table) nearestState(lo, hi int64) (*tableState, stateKey, bool) {
 // charge adds n bytes to the cost of snapshot s when it is the cached
 // snapshot of its version.
 func (t *Table) charge(s *Snapshot, n int64) {
-	t.states.Recost(stateKey{s.version, true}, func(c *cachedState) bool { return c.snap == s }, n)
+	t.states.Recost(stateKey{t, s.version, true}, func(c *cachedState) bool { return c.snap == s }, n)
 }

@@ -11,21 +11,62 @@ import (
 
 // Options tunes a Table's caches. Zero values take the defaults.
 type Options struct {
-	// StateBytes bounds the estimated heap bytes of the cached snapshots and
-	// table states (decoded checkpoints, intermediate states of long
-	// replays) together (default DefaultStateBytes). The newest entry is
-	// kept even when it alone exceeds the bound.
+	// Caches is the memory the table's snapshots, states and parsed
+	// commits live in, shared with the other tables given the same Caches
+	// (a mount's). Nil: a Caches of the table's own, of StateBytes.
+	Caches *Caches
+	// StateBytes is the budget of the table's own Caches when Caches is
+	// nil (default DefaultStateBytes).
 	StateBytes int64
-	// Snapshots is how many built snapshots and states are kept at most
-	// (default 64).
-	Snapshots int
-	// CommitBytes bounds the estimated bytes of parsed commit files kept
-	// (default StateBytes/8).
-	CommitBytes int64
 }
 
-// DefaultStateBytes is the default of Options.StateBytes.
+// DefaultStateBytes is the default budget of a Caches.
 const DefaultStateBytes = 512 << 20
+
+// Caches holds, under byte budgets, what the Tables sharing it keep in
+// memory: built snapshots and bare table states (decoded checkpoints,
+// intermediate states of long replays) under one budget, parsed commit
+// files under an eighth of it. Costs are estimates (see memsize.go). It is
+// safe for concurrent use.
+type Caches struct {
+	budget  int64
+	states  *budgetLRU[stateKey, *cachedState]
+	commits *budgetLRU[commitKey, *commitFile]
+}
+
+// maxStates bounds the number of snapshots and states kept, whatever
+// their size: builds scan the keys for the nearest state.
+const maxStates = 256
+
+// NewCaches returns Caches with a budget of stateBytes (<= 0: the default)
+// for snapshots and states, and an eighth of it for parsed commits.
+func NewCaches(stateBytes int64) *Caches {
+	if stateBytes <= 0 {
+		stateBytes = DefaultStateBytes
+	}
+	return &Caches{
+		budget:  stateBytes,
+		states:  newBudgetLRU[stateKey, *cachedState](stateBytes, maxStates),
+		commits: newBudgetLRU[commitKey, *commitFile](stateBytes/8, 1<<20),
+	}
+}
+
+// CacheUsage is what a Caches holds.
+type CacheUsage struct {
+	Budget      int64 `json:"budgetBytes"` // for snapshots and states
+	StateBytes  int64 `json:"stateBytes"`  // estimated bytes of snapshots and states
+	States      int   `json:"states"`      // snapshots and states kept
+	CommitBytes int64 `json:"commitBytes"` // estimated bytes of parsed commits
+	Commits     int   `json:"commits"`     // parsed commits kept
+}
+
+// Usage reports what the caches hold now.
+func (c *Caches) Usage() CacheUsage {
+	u := CacheUsage{Budget: c.budget}
+	u.StateBytes, u.States = c.states.Usage()
+	u.CommitBytes, u.Commits = c.commits.Usage()
+	return u
+}
 
 // stateInterval is how many commits a long replay (a version far from any
 // checkpoint) applies between the intermediate states it keeps, so that the
@@ -45,8 +86,8 @@ type Table struct {
 	store Storage
 	name  string
 
-	states  *budgetLRU[stateKey, *cachedState] // snapshots and bare states
-	commits *budgetLRU[int64, *commitFile]
+	states  *budgetLRU[stateKey, *cachedState] // snapshots and bare states (shared, see Caches)
+	commits *budgetLRU[commitKey, *commitFile] // parsed commits (shared)
 
 	mu      sync.Mutex
 	latest  *Snapshot              // guarded by mu: newest snapshot built
@@ -66,35 +107,15 @@ type buildFlight struct {
 // Open returns a Table over store. It does no I/O: the first snapshot
 // request reads the log (and reports ErrNotATable if there is none).
 func Open(store Storage, opts Options) *Table {
-	n := func(v, def int) int {
-		if v <= 0 {
-			return def
-		}
-		return v
-	}
-	budget := opts.StateBytes
-	if budget <= 0 {
-		budget = DefaultStateBytes
-	}
-	commitBudget := opts.CommitBytes
-	if commitBudget <= 0 {
-		commitBudget = budget / 8
+	c := opts.Caches
+	if c == nil {
+		c = NewCaches(opts.StateBytes)
 	}
 	return &Table{
 		store: store, name: store.String(),
-		states:  newBudgetLRU[stateKey, *cachedState](budget, n(opts.Snapshots, 64)),
-		commits: newBudgetLRU[int64, *commitFile](commitBudget, 1<<20),
-		bad:     map[int64]bool{}, flights: map[int64]*buildFlight{}, icts: map[int64]int64{},
+		states: c.states, commits: c.commits,
+		bad: map[int64]bool{}, flights: map[int64]*buildFlight{}, icts: map[int64]int64{},
 	}
-}
-
-// CacheUsage reports the estimated bytes and the number of entries of the
-// table's state cache (snapshots, decoded checkpoints, intermediate
-// states) and of its parsed-commit cache.
-func (t *Table) CacheUsage() (stateBytes int64, states int, commitBytes int64, commits int) {
-	stateBytes, states = t.states.Usage()
-	commitBytes, commits = t.commits.Usage()
-	return
 }
 
 // Name returns the table's location, for messages.

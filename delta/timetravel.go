@@ -186,7 +186,7 @@ const ictPrefix = 8 << 10
 
 // firstLine returns the first line of a commit file.
 func (t *Table) firstLine(ctx context.Context, f LogFile) ([]byte, error) {
-	if c, ok := t.commits.Peek(f.Version); ok && c.file.Key == f.Key {
+	if c, ok := t.commits.Peek(commitKey{t, f.Version}); ok && c.file.Key == f.Key {
 		for _, a := range c.actions {
 			if a.CommitInfo != nil {
 				return json.Marshal(map[string]json.RawMessage{"commitInfo": a.CommitInfo})

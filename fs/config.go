@@ -55,6 +55,10 @@ type Config struct {
 	CacheDir string
 	// CacheSize bounds the disk cache in bytes (default 10 GiB).
 	CacheSize int64
+	// SnapshotCacheSize bounds the estimated heap bytes of the snapshots
+	// and table states the mount's tables keep, together (default
+	// delta.DefaultStateBytes); parsed commits get an eighth of it more.
+	SnapshotCacheSize int64
 	// MemoryCacheSize bounds the memory block cache in bytes (default
 	// 256 MiB).
 	MemoryCacheSize int64

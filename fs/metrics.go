@@ -41,7 +41,7 @@ type metrics struct {
 
 // newMetrics registers the mount's metrics, reading cache counters from
 // cache at each scrape.
-func newMetrics(cache *blobcache.Cache) *metrics {
+func newMetrics(cache *blobcache.Cache, caches *delta.Caches) *metrics {
 	buckets := prometheus.ExponentialBuckets(100e-6, 4, 10) // 100µs .. 26s
 	m := &metrics{reg: prometheus.NewRegistry()}
 	f := promFactory{m.reg}
@@ -60,6 +60,14 @@ func newMetrics(cache *blobcache.Cache) *metrics {
 	m.inboxRefusals = f.counterVec("deltafs_inbox_refusals_total", "Inbox files or names refused (EINVAL: invalid file, EROFS: table not writable), by operation and errno.", "op", "errno")
 	m.tableVersion = f.gaugeVec("deltafs_table_version", "Newest version of each table seen by the mount (-1 while refused).", "table")
 	m.tableRefused = f.gaugeVec("deltafs_table_refused", "1 while a table cannot be read (see its _deltafs_error.txt), else 0.", "table")
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_snapshot_cache_bytes", Help: "Estimated heap bytes of the snapshots and table states kept (bounded by --snapshot-cache)."},
+			func() float64 { return float64(caches.Usage().StateBytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_snapshot_cache_entries", Help: "Snapshots and table states kept."},
+			func() float64 { return float64(caches.Usage().States) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_commit_cache_bytes", Help: "Estimated heap bytes of the parsed commit files kept (an eighth of --snapshot-cache)."},
+			func() float64 { return float64(caches.Usage().CommitBytes) }),
+	)
 	m.reg.MustRegister(cacheCollector{cache}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

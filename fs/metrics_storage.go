@@ -28,9 +28,9 @@ func (s *timedStorage) CheckKey(key string) error { return delta.CheckKey(s.Stor
 
 // instrumentTables reopens each table over a timed storage. It must run
 // before any table is read: delta.Open does no I/O, and nothing is lost.
-func instrumentTables(ts []*mountedTable, m *metrics) {
+func instrumentTables(ts []*mountedTable, m *metrics, caches *delta.Caches) {
 	for _, t := range ts {
-		t.table = delta.Open(&timedStorage{Storage: t.store, table: t.name, m: m}, delta.Options{})
+		t.table = delta.Open(&timedStorage{Storage: t.store, table: t.name, m: m}, delta.Options{Caches: caches})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/deltafs/deltafs/blobcache"
+	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/nodes"
 )
 
@@ -23,6 +24,7 @@ type Server struct {
 	fuse   *fuse.Server
 	cache  *blobcache.Cache
 	stats  *metrics
+	caches *delta.Caches // the tables' snapshots, states and parsed commits
 	start  time.Time
 	tables []*mountedTable
 	dirs   []*nodes.TableDir
@@ -62,8 +64,9 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 		closeTables(tables)
 		return nil, fmt.Errorf("cache: %w", err)
 	}
-	s := &Server{cfg: cfg, cache: cache, stats: newMetrics(cache), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
-	instrumentTables(tables, s.stats)
+	caches := delta.NewCaches(cfg.SnapshotCacheSize)
+	s := &Server{cfg: cfg, cache: cache, caches: caches, stats: newMetrics(cache, caches), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
+	instrumentTables(tables, s.stats, caches)
 	root := s.buildTree(ctx)
 	root.EnableStatus(s.mountStatus)
 	if !cfg.ReadOnly {

@@ -20,14 +20,15 @@ func (s *Server) MetricsHandler() http.Handler { return s.stats.handler() }
 
 // mountStatus is the "mount" member of the status file.
 type mountStatus struct {
-	Mountpoint string          `json:"mountpoint"`
-	PID        int             `json:"pid"`
-	Started    time.Time       `json:"started"`
-	ReadOnly   bool            `json:"readOnly"`
-	Refresh    string          `json:"refresh"`
-	Cache      cacheStatus     `json:"cache"`
-	Sources    []string        `json:"sources"`
-	Stats      blobcache.Stats `json:"cacheStats"`
+	Mountpoint string           `json:"mountpoint"`
+	PID        int              `json:"pid"`
+	Started    time.Time        `json:"started"`
+	ReadOnly   bool             `json:"readOnly"`
+	Refresh    string           `json:"refresh"`
+	Cache      cacheStatus      `json:"cache"`
+	Snapshots  delta.CacheUsage `json:"snapshotCache"`
+	Sources    []string         `json:"sources"`
+	Stats      blobcache.Stats  `json:"cacheStats"`
 }
 
 // cacheStatus is the cache's configuration and use.
@@ -54,6 +55,7 @@ func (s *Server) mountStatus() any {
 	out := mountStatus{
 		Mountpoint: s.cfg.Mountpoint, PID: os.Getpid(), Started: s.start.UTC(),
 		ReadOnly: s.cfg.ReadOnly, Refresh: s.cfg.Refresh.String(), Stats: st,
+		Snapshots: s.caches.Usage(),
 		Cache: cacheStatus{Dir: s.cfg.CacheDir, DiskBytes: st.DiskBytes, DiskLimit: s.cfg.CacheSize,
 			MemoryBytes: st.MemoryBytes, MemoryLimit: mem, HitRatioPercent: ratio},
 	}

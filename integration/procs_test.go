@@ -194,10 +194,17 @@ func runAppend(t testing.TB, env []string, killAfter time.Duration, root string,
 	return r
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
+}
+
+// Write implements io.Writer (log handlers write through it).
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
 }
 
 func (b *syncBuffer) WriteString(s string) {

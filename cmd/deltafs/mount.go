@@ -54,7 +54,7 @@ Examples:
 type mountFlags struct {
 	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter bool
 	uid, gid                                                                 uint
-	cacheDir, cacheSize, memoryCacheSize, logLevel, umask                    string
+	cacheDir, cacheSize, memoryCacheSize, snapshotCache, logLevel, umask     string
 	configFile, logFile, metricsAddr                                         string
 	refresh                                                                  time.Duration
 }
@@ -94,6 +94,9 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	f.memoryCacheSize = "256M"
 	flags.Var(checkedString{&f.memoryCacheSize, func(s string) error { _, err := parseSize(s); return err }},
 		"memory-cache-size", "memory block cache bound for object-store reads (`SIZE`); the process's memory stays within about this plus 250 MiB")
+	f.snapshotCache = "512M"
+	flags.Var(checkedString{&f.snapshotCache, func(s string) error { _, err := parseSize(s); return err }},
+		"snapshot-cache", "memory bound for the snapshots and table states kept, all tables together (`SIZE`, estimated; parsed commits get an eighth more)")
 	f.cacheSize = "10G"
 	flags.Var(checkedString{&f.cacheSize, func(s string) error { _, err := parseSize(s); return err }},
 		"cache-size", "disk cache bound in bytes (`SIZE`: 10G, 512M, ...)")
@@ -145,6 +148,10 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 	if err != nil {
 		return fs.Config{}, fmt.Errorf("--memory-cache-size: %w", err)
 	}
+	snapCache, err := parseSize(f.snapshotCache)
+	if err != nil {
+		return fs.Config{}, fmt.Errorf("--snapshot-cache: %w", err)
+	}
 	umask, err := parseUmask(f.umask)
 	if err != nil {
 		return fs.Config{}, fmt.Errorf("--umask: %w", err)
@@ -154,7 +161,7 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 		Mountpoint: mountpoint,
 		ReadOnly:   f.readOnly, SingleWriter: f.singleWriter, AllowOther: f.allowOther, XAttrs: f.xattrs, NoPassthrough: f.noPassthrough,
 		UID: uint32(f.uid), GID: uint32(f.gid), Umask: umask,
-		CacheDir: f.cacheDir, CacheSize: size, MemoryCacheSize: memSize, Refresh: f.refresh,
+		CacheDir: f.cacheDir, CacheSize: size, MemoryCacheSize: memSize, SnapshotCacheSize: snapCache, Refresh: f.refresh,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		Debug:      f.debug,
 		EngineInfo: "deltafs/" + version,

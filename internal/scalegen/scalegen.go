@@ -47,6 +47,7 @@ type file struct {
 
 // Result says what was generated.
 type Result struct {
+	Dir         string // the table root
 	Latest      int64
 	LiveFiles   int
 	Checkpoints []int64
@@ -61,7 +62,7 @@ func Generate(s Spec) (*Result, error) {
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 7))
 	var live []file // oldest first
-	res := &Result{Latest: int64(s.Commits - 1)}
+	res := &Result{Dir: s.Dir, Latest: int64(s.Commits - 1)}
 	for v := int64(0); v < int64(s.Commits); v++ {
 		adds := make([]file, s.FilesPerCommit)
 		for i := range adds {
