@@ -61,19 +61,21 @@ func newParsedStats(s pqResolver) *parsedStats {
 	return ps
 }
 
-// json builds the row's stats JSON, "" when stats_parsed is null.
+// json builds the row's stats JSON, "" when stats_parsed is null. Members
+// come in the column order of stats_parsed (Spark's: numRecords,
+// minValues, maxValues, nullCount, tightBounds; fields in schema order).
 func (ps *parsedStats) json(rr *pqRowReader) string {
-	doc := map[string]any{}
+	doc := &orderedJSON{}
 	for _, l := range ps.leaves {
 		v, ok := rr.value(l.leaf)
 		if !ok {
 			continue
 		}
 		if jv, ok := l.conv(v); ok {
-			setStatsPath(doc, l.path, jv)
+			doc.set(l.path, jv)
 		}
 	}
-	if len(doc) == 0 || rr.err != nil {
+	if len(doc.keys) == 0 || rr.err != nil {
 		return ""
 	}
 	b, err := json.Marshal(doc)
@@ -83,16 +85,52 @@ func (ps *parsedStats) json(rr *pqRowReader) string {
 	return string(b)
 }
 
-func setStatsPath(m map[string]any, path []string, v any) {
+// orderedJSON is a JSON object that keeps its members in insertion order.
+type orderedJSON struct {
+	keys []string
+	vals map[string]any
+}
+
+func (o *orderedJSON) set(path []string, v any) {
 	for _, p := range path[:len(path)-1] {
-		inner, ok := m[p].(map[string]any)
+		inner, ok := o.vals[p].(*orderedJSON)
 		if !ok {
-			inner = map[string]any{}
-			m[p] = inner
+			inner = &orderedJSON{}
+			o.put(p, inner)
 		}
-		m = inner
+		o = inner
 	}
-	m[path[len(path)-1]] = v
+	o.put(path[len(path)-1], v)
+}
+
+func (o *orderedJSON) put(k string, v any) {
+	if o.vals == nil {
+		o.vals = map[string]any{}
+	}
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+// MarshalJSON writes the members in order.
+func (o *orderedJSON) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, k := range o.keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		vb, err := json.Marshal(o.vals[k])
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, kb...), ':'), vb...)
+	}
+	return append(b, '}'), nil
 }
 
 // statsValueConv returns the conversion of a stats_parsed leaf's values to

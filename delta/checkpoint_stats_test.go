@@ -61,6 +61,29 @@ func TestCheckpointKeepsStructOnlyStats(t *testing.T) {
 	if err := WriteCheckpoint(ctx, store, orig); err != nil {
 		t.Fatal(err)
 	}
+	// The table says writeStatsAsJson=false, writeStatsAsStruct=true: the
+	// new checkpoint holds the same stats_parsed and no JSON stats.
+	written := filepath.Join(root, filepath.FromSlash(CheckpointKey(orig.Version())))
+	again := map[string]string{}
+	for _, r := range duckJSON(t, "select add.path p, to_json(add.stats_parsed)::VARCHAR s, "+
+		"(select count(*) from (describe select add from read_parquet('"+written+"')) where column_type like '%stats VARCHAR%') j "+
+		"from read_parquet('"+written+"') where add is not null") {
+		again[r["p"].(string)] = r["s"].(string)
+		if n, _ := r["j"].(string); n != "0" {
+			t.Errorf("the checkpoint has a stats column (%v), the table turned JSON stats off", r["j"])
+		}
+	}
+	for _, r := range rows {
+		var want, have map[string]any
+		json.Unmarshal([]byte(r["s"].(string)), &want)
+		json.Unmarshal([]byte(again[r["p"].(string)]), &have)
+		dropNulls(want)
+		dropNulls(have)
+		utcAsLocal(have) // Spark wrote INT96 timestamps, deltafs UTC-adjusted INT64
+		if !reflect.DeepEqual(want, have) {
+			t.Errorf("%s: stats_parsed written\n %v\nthe fixture's\n %v", r["p"], have, want)
+		}
+	}
 	cwTruncateLog(t, root, orig.Version())
 	got, err := Open(store, Options{}).Latest(ctx)
 	if err != nil {
@@ -128,4 +151,65 @@ func dropNulls(m map[string]any) {
 			}
 		}
 	}
+}
+
+// utcAsLocal drops DuckDB's "+00" of UTC-adjusted timestamps in place.
+func utcAsLocal(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case map[string]any:
+			utcAsLocal(v)
+		case string:
+			m[k] = strings.TrimSuffix(v, "+00")
+		}
+	}
+}
+
+// writeStatsAsStruct on a partitioned table: the checkpoint carries
+// partitionValues_parsed typed as the partition columns, and stats_parsed.
+func TestCheckpointWritesParsedPartitionValues(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	schema := `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},` +
+		`{"name":"p","type":"integer","nullable":true,"metadata":{}},{"name":"d","type":"date","nullable":true,"metadata":{}}]}`
+	meta, _ := json.Marshal(map[string]any{"id": "x", "format": map[string]any{"provider": "parquet", "options": map[string]string{}},
+		"schemaString": schema, "partitionColumns": []string{"p", "d"},
+		"configuration": map[string]string{"delta.checkpoint.writeStatsAsStruct": "true"}})
+	log := `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}` + "\n" + `{"metaData":` + string(meta) + "}\n" +
+		`{"add":{"path":"p=7/d=2024-02-29/a.parquet","partitionValues":{"p":"7","d":"2024-02-29"},"size":1,"modificationTime":1,"dataChange":true,` +
+		`"stats":"{\"numRecords\":3,\"minValues\":{\"id\":-4},\"maxValues\":{\"id\":9},\"nullCount\":{\"id\":1}}"}}` + "\n" +
+		`{"add":{"path":"p=__HIVE_DEFAULT_PARTITION__/d=2024-03-01/b.parquet","partitionValues":{"p":null,"d":"2024-03-01"},"size":1,"modificationTime":1,"dataChange":true}}` + "\n"
+	if err := os.MkdirAll(filepath.Join(root, "_delta_log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(CommitKey(0))), []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := dirStore{root: root}
+	snap, err := Open(store, Options{}).Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCheckpoint(ctx, store, snap); err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(root, filepath.FromSlash(CheckpointKey(0)))
+	rows := duckJSON(t, "select add.path, add.partitionValues_parsed.p::VARCHAR p, add.partitionValues_parsed.d::VARCHAR d, "+
+		"to_json(add.stats_parsed)::VARCHAR s, add.stats is null nojson from read_parquet('"+cp+"') where add is not null order by add.path")
+	if rows == nil {
+		return
+	}
+	want := []map[string]any{
+		{"path": "p=7/d=2024-02-29/a.parquet", "p": "7", "d": "2024-02-29", "s": `{"numRecords":3,"minValues":{"id":-4},"maxValues":{"id":9},"nullCount":{"id":1},"tightBounds":null}`, "nojson": false},
+		{"path": "p=__HIVE_DEFAULT_PARTITION__/d=2024-03-01/b.parquet", "p": nil, "d": "2024-03-01", "s": nil, "nojson": true},
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("checkpoint adds as DuckDB reads them:\n %v\nwant\n %v", rows, want)
+	}
+	cwTruncateLog(t, root, 0)
+	got, err := Open(store, Options{}).Latest(ctx)
+	if err != nil {
+		t.Fatalf("open through the written checkpoint: %v", err)
+	}
+	cwCompareSnapshots(t, snap, got)
 }

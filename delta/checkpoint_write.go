@@ -146,13 +146,33 @@ func WriteCheckpoint(ctx context.Context, s Storage, snap *Snapshot) error {
 
 // encodeCheckpoint writes snap's checkpoint as Parquet to w and returns the
 // number of rows (actions) written.
+//
+// The add stats take the forms the table asks for: the JSON string unless
+// delta.checkpoint.writeStatsAsJson is false, the typed stats_parsed and
+// partitionValues_parsed columns when delta.checkpoint.writeStatsAsStruct
+// is true (as Spark writes them).
 func encodeCheckpoint(w io.Writer, snap *Snapshot) (int64, error) {
-	if !slices.Contains(snap.Protocol().WriterFeatures, "v2Checkpoint") {
-		return writeCheckpointRows(w, snap, func(r cpwRow) cpwRow { return r }, nil)
+	v2 := slices.Contains(snap.Protocol().WriterFeatures, "v2Checkpoint")
+	asJSON, asStruct := checkpointStatsForm(snap.Metadata())
+	if asStruct {
+		l, err := newParsedLayout(snap.Metadata())
+		if err != nil {
+			return 0, err
+		}
+		return writeCheckpointParsed(w, snap, l, asJSON, v2)
+	}
+	wrap := func(r cpwRow) cpwRow {
+		if !asJSON && r.Add != nil {
+			r.Add.Stats = nil
+		}
+		return r
+	}
+	if !v2 {
+		return writeCheckpointRows(w, snap, wrap, nil)
 	}
 	v := snap.Version()
 	first := []cpwRowV2{{CheckpointMetadata: &cpwCheckpointMetadata{Version: &v}}}
-	return writeCheckpointRows(w, snap, func(r cpwRow) cpwRowV2 { return cpwRowV2{cpwRow: r} }, first)
+	return writeCheckpointRows(w, snap, func(r cpwRow) cpwRowV2 { return cpwRowV2{cpwRow: wrap(r)} }, first)
 }
 
 // writeCheckpointRows writes first, then every row of snap (wrapped as T),
