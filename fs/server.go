@@ -127,7 +127,13 @@ func (s *Server) fuseOptions() *gofs.Options {
 		MaxReadAhead:  maxRequest,
 		DisableSplice: true,
 		DisableXAttrs: !s.cfg.XAttrs,
-		DirectMount:   os.Geteuid() == 0,
+		// With xattrs on, ls -l asks every file for system.posix_acl_access
+		// (and security.selinux): with kernel ACL support the kernel asks the
+		// mount once per inode and caches the answer (no ACL), which took a
+		// warm ls -lR of 10,000 files from 0.47 s to 0.29 s here. Without
+		// xattrs every getxattr is ENOSYS, which the kernel remembers.
+		EnableAcl:   s.cfg.XAttrs,
+		DirectMount: os.Geteuid() == 0,
 		// Rewritten files are opened with FOPEN_DIRECT_IO (nodes.DataFile.Open);
 		// this keeps mmap of them working (Linux >= 6.6; older kernels ignore it).
 		ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP,
