@@ -61,7 +61,7 @@ soak: ## run the soak tests (build tag soak) in integration/
 	$(GO) test -tags soak -count=1 -timeout $(SOAK_TIMEOUT) ./integration/...
 
 model: ## the model-based test of appends and reads, long: MODEL_CHECKS sequences of about MODEL_STEPS steps (RAPID_SEED=N replays one)
-	DELTAFS_MODEL_LONG=1 RAPID_CHECKS=$(MODEL_CHECKS) RAPID_STEPS=$(MODEL_STEPS) $(GO) test -count=1 -timeout 2h -run TestModelAppendsAndReads -v ./integration/
+	RAPID_CHECKS=$(MODEL_CHECKS) RAPID_STEPS=$(MODEL_STEPS) $(GO) test -count=1 -timeout 2h -run TestModelAppendsAndReads -v ./integration/
 
 demo: build ## mount a generated sample table at demo/mnt and show what to try (Ctrl-C unmounts)
 	bin/deltafs demo --dir $(CURDIR)/demo
