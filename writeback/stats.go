@@ -101,7 +101,9 @@ type leafAgg struct {
 // proves them; ok false when it does not and the values must be read:
 // a chunk without statistics or without null_count (a decoder reads an
 // absent null_count as 0), a float or double leaf (writers leave NaN out
-// of min/max, Spark orders NaN above every number), bounds missing from a
+// of min/max, Spark orders NaN above every number), a decimal stored as
+// bytes (parquet-go, and parquet-mr before 1.10, order those bytes
+// unsigned, not as the signed numbers they are), bounds missing from a
 // chunk holding values, or bounds written in an order other than the
 // type's own (no TypeDefinedOrder).
 func footerAgg(pq *pqFile, l statLeaf) (agg leafAgg, ok bool) {
@@ -110,6 +112,10 @@ func footerAgg(pq *pqFile, l statLeaf) (agg leafAgg, ok bool) {
 		switch l.node.el.Type.V {
 		case format.Float, format.Double:
 			return leafAgg{}, false
+		case format.FixedLenByteArray, format.ByteArray:
+			if _, dec := l.typ.(delta.DecimalType); dec {
+				return leafAgg{}, false
+			}
 		}
 		if l.node.leaf >= len(pq.meta.ColumnOrders) {
 			return leafAgg{}, false

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -22,20 +23,21 @@ import (
 
 // typesRow has a column of every type the appender writes statistics for.
 type typesRow struct {
-	B   *int8    `parquet:"b,optional"`
-	Sh  *int16   `parquet:"sh,optional"`
-	I   *int32   `parquet:"i,optional"`
-	L   *int64   `parquet:"l,optional"`
-	D9  *int32   `parquet:"d9,optional,decimal(2:9)"`
-	D18 *int64   `parquet:"d18,optional,decimal(4:18)"`
-	Dt  *int32   `parquet:"dt,optional,date"`
-	Ts  *int64   `parquet:"ts,optional,timestamp(microsecond:utc)"`
-	Tn  *int64   `parquet:"tn,optional,timestamp(microsecond:local)"`
-	S   *string  `parquet:"s,optional"`
-	Bin []byte   `parquet:"bin,optional"`
-	Bo  *bool    `parquet:"bo,optional"`
-	F   *float32 `parquet:"f,optional"`
-	X   *float64 `parquet:"x,optional"`
+	B   *int8     `parquet:"b,optional"`
+	Sh  *int16    `parquet:"sh,optional"`
+	I   *int32    `parquet:"i,optional"`
+	L   *int64    `parquet:"l,optional"`
+	D9  *int32    `parquet:"d9,optional,decimal(2:9)"`
+	D18 *int64    `parquet:"d18,optional,decimal(4:18)"`
+	D30 *[13]byte `parquet:"d30,optional,decimal(5:30)"`
+	Dt  *int32    `parquet:"dt,optional,date"`
+	Ts  *int64    `parquet:"ts,optional,timestamp(microsecond:utc)"`
+	Tn  *int64    `parquet:"tn,optional,timestamp(microsecond:local)"`
+	S   *string   `parquet:"s,optional"`
+	Bin []byte    `parquet:"bin,optional"`
+	Bo  *bool     `parquet:"bo,optional"`
+	F   *float32  `parquet:"f,optional"`
+	X   *float64  `parquet:"x,optional"`
 	St  *struct {
 		A    *int64  `parquet:"a,optional"`
 		Name *string `parquet:"name,optional"`
@@ -46,6 +48,7 @@ type typesRow struct {
 var typesSchema = structSchema(
 	field("b", `"byte"`, true, ""), field("sh", `"short"`, true, ""), field("i", `"integer"`, true, ""),
 	field("l", `"long"`, true, ""), field("d9", `"decimal(9,2)"`, true, ""), field("d18", `"decimal(18,4)"`, true, ""),
+	field("d30", `"decimal(30,5)"`, true, ""),
 	field("dt", `"date"`, true, ""), field("ts", `"timestamp"`, true, ""), field("tn", `"timestamp_ntz"`, true, ""),
 	field("s", `"string"`, true, ""), field("bin", `"binary"`, true, ""), field("bo", `"boolean"`, true, ""),
 	field("f", `"float"`, true, ""), field("x", `"double"`, true, ""),
@@ -84,6 +87,9 @@ func randomTypesRows(r *rand.Rand, n int, special []float64) []typesRow {
 		}
 		if maybe() {
 			row.D18 = ptr(r.Int64N(2e17) - 1e17)
+		}
+		if maybe() {
+			row.D30 = ptr(decimalBytes13(r))
 		}
 		if maybe() {
 			row.Dt = ptr(int32(r.IntN(40000) - 20000))
@@ -184,7 +190,7 @@ type statsColumn struct {
 
 var typesColumns = []statsColumn{
 	{[]string{"b"}, "b", "int"}, {[]string{"sh"}, "sh", "int"}, {[]string{"i"}, "i", "int"}, {[]string{"l"}, "l", "int"},
-	{[]string{"d9"}, "d9", "text"}, {[]string{"d18"}, "d18", "text"}, {[]string{"dt"}, "dt", "text"},
+	{[]string{"d9"}, "d9", "text"}, {[]string{"d18"}, "d18", "text"}, {[]string{"d30"}, "d30", "text"}, {[]string{"dt"}, "dt", "text"},
 	{[]string{"ts"}, "epoch_us(ts)", "ts"}, {[]string{"tn"}, "epoch_us(tn)", "tsntz"},
 	{[]string{"s"}, "s", "string"}, {[]string{"bin"}, "bin", ""}, {[]string{"bo"}, "bo", ""},
 	{[]string{"f"}, "f", "float"}, {[]string{"x"}, "x", "float"},
@@ -371,4 +377,23 @@ func textOf(p *string) string {
 		return "NULL"
 	}
 	return *p
+}
+
+// decimalBytes13 draws a 13-byte big-endian two's complement unscaled
+// decimal (up to 30 digits), negative half the time.
+func decimalBytes13(r *rand.Rand) [13]byte {
+	digits := make([]byte, 1+r.IntN(30))
+	for i := range digits {
+		digits[i] = byte('0' + r.IntN(10))
+	}
+	n, _ := new(big.Int).SetString(string(digits), 10)
+	if r.IntN(2) == 0 {
+		n.Neg(n)
+	}
+	var out [13]byte
+	if n.Sign() < 0 {
+		n.Add(n, new(big.Int).Lsh(big.NewInt(1), 13*8))
+	}
+	n.FillBytes(out[:])
+	return out
 }
