@@ -43,23 +43,95 @@ type logListing struct {
 // and whose sizes the Parquet reader needs, are stat-ed; commits are not
 // (see fillTimes).
 func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
-	start := ""
-	if from > 0 {
-		start = versionPrefix(from)
+	return listLogUpTo(ctx, s, from, -1)
+}
+
+// listChunk is how many versions one request of a parallel listing covers:
+// their commits and a few checkpoints fit one page of 1,000 keys.
+const listChunk = 900
+
+// listLogUpTo is listLog knowing that the log reaches about version upTo
+// (-1: unknown): a store that lists ranges (RangeLister) is then listed
+// in chunks of listChunk versions with parallel requests, the last chunk
+// open-ended, so that the 110 pages of a 100,000-commit log on S3 take
+// about seven round trips instead of 110.
+func listLogUpTo(ctx context.Context, s Storage, from, upTo int64) (*logListing, error) {
+	if l, ok, err := listLogByName(ctx, s, from); ok {
+		return l, err
 	}
-	if nl, ok := s.(NameLister); ok {
-		names, ok, err := nl.ListNames(ctx, LogDir, start)
-		if ok {
-			if err != nil && !errors.Is(err, ErrNotExist) {
-				return nil, err
-			}
-			return listingOfNames(ctx, s, from, names)
+	rl, ranged := s.(RangeLister)
+	if !ranged || upTo-from < 2*listChunk {
+		return listLogOnce(ctx, s, from)
+	}
+	var bounds []string // chunk k lists [bounds[k], bounds[k+1]); the last is open
+	for v := from; v <= upTo; v += listChunk {
+		b := ""
+		if v > 0 {
+			b = versionPrefix(v)
 		}
+		bounds = append(bounds, b)
 	}
+	parts := make([][]ObjectInfo, len(bounds))
+	err := parallel(ctx, len(bounds), func(ctx context.Context, k int) error {
+		to := ""
+		if k+1 < len(bounds) {
+			to = bounds[k+1]
+		}
+		objs, err := rl.ListRange(ctx, LogDir, bounds[k], to)
+		if errors.Is(err, ErrNotExist) {
+			err = nil
+		}
+		parts[k] = objs
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var objs []ObjectInfo
+	for _, p := range parts {
+		objs = append(objs, p...)
+	}
+	return listingOfObjects(from, objs), nil
+}
+
+// listLogByName lists _delta_log by name when the store does that cheaply
+// (ok false otherwise).
+func listLogByName(ctx context.Context, s Storage, from int64) (l *logListing, ok bool, err error) {
+	nl, is := s.(NameLister)
+	if !is {
+		return nil, false, nil
+	}
+	names, ok, err := nl.ListNames(ctx, LogDir, versionPrefixFrom(from))
+	if !ok {
+		return nil, false, nil
+	}
+	if err != nil && !errors.Is(err, ErrNotExist) {
+		return nil, true, err
+	}
+	l, err = listingOfNames(ctx, s, from, names)
+	return l, true, err
+}
+
+// versionPrefixFrom is the first name a listing from version from needs.
+func versionPrefixFrom(from int64) string {
+	if from > 0 {
+		return versionPrefix(from)
+	}
+	return ""
+}
+
+// listLogOnce lists _delta_log from version from with one listing.
+func listLogOnce(ctx context.Context, s Storage, from int64) (*logListing, error) {
+	start := versionPrefixFrom(from)
 	objs, err := s.List(ctx, LogDir, start)
 	if err != nil && !errors.Is(err, ErrNotExist) { // a missing dir lists as empty, as on object stores
 		return nil, err
 	}
+	return listingOfObjects(from, objs), nil
+}
+
+// listingOfObjects classifies a sorted listing of _delta_log.
+func listingOfObjects(from int64, objs []ObjectInfo) *logListing {
 	l := &logListing{from: from, commits: &commitIndex{}, checkpt: map[int64][]LogFile{}, maxV: -1}
 	for _, o := range objs {
 		f, ok := ParseLogName(path.Base(o.Key))
@@ -76,7 +148,7 @@ func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
 		}
 	}
 	l.commits.finish()
-	return l, nil
+	return l
 }
 
 // listingOfNames classifies a name listing, stat-ing the checkpoint files.

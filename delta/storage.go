@@ -91,6 +91,16 @@ type NameLister interface {
 	ListNames(ctx context.Context, dir, from string) (names []string, ok bool, err error)
 }
 
+// RangeLister is an optional capability of a Storage that can list the
+// objects directly under dir whose base names are in [from, to) (to "":
+// no end) without enumerating what follows to (an object store listing
+// that starts at from and stops at to), in ascending order. The log
+// engine lists a long _delta_log in parallel chunks with it. Wrappers of
+// a Storage must forward it (or not declare it).
+type RangeLister interface {
+	ListRange(ctx context.Context, dir, from, to string) ([]ObjectInfo, error)
+}
+
 // ReadAll reads a whole object.
 func ReadAll(ctx context.Context, s Storage, key string) ([]byte, error) {
 	rc, err := s.ReadRange(ctx, key, 0, -1)

@@ -252,9 +252,13 @@ const maxICTs = 1 << 20
 func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
 	t.mu.Lock()
 	prev := t.full
+	upTo := int64(-1) // where the log ends, as far as known: a hint for parallel listing
+	if t.latest != nil {
+		upTo = t.latest.version
+	}
 	t.mu.Unlock()
 	if prev == nil {
-		l, err := listLog(ctx, t.store, 0)
+		l, err := listLogUpTo(ctx, t.store, 0, upTo)
 		if err != nil {
 			return nil, t.wrap(-1, err)
 		}

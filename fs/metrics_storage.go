@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
@@ -56,6 +57,30 @@ func (s *timedStorage) ListNames(ctx context.Context, dir, from string) ([]strin
 }
 
 var _ delta.NameLister = (*timedStorage)(nil)
+
+// ListRange forwards delta.RangeLister, or lists from and cuts at to.
+func (s *timedStorage) ListRange(ctx context.Context, dir, from, to string) ([]delta.ObjectInfo, error) {
+	start := time.Now()
+	var out []delta.ObjectInfo
+	var err error
+	if rl, ok := s.Storage.(delta.RangeLister); ok {
+		out, err = rl.ListRange(ctx, dir, from, to)
+	} else {
+		out, err = s.Storage.List(ctx, dir, from)
+		if to != "" {
+			for i, o := range out {
+				if strings.TrimPrefix(o.Key, dir) >= to {
+					out = out[:i]
+					break
+				}
+			}
+		}
+	}
+	s.m.storageRequest(s.table, "list", dir, start, err)
+	return out, err
+}
+
+var _ delta.RangeLister = (*timedStorage)(nil)
 
 func (s *timedStorage) ListDirs(ctx context.Context, dir string) ([]string, error) {
 	start := time.Now()

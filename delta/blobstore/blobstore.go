@@ -248,10 +248,48 @@ func (s *Store) List(ctx context.Context, dir, from string) ([]delta.ObjectInfo,
 	return out, nil
 }
 
+var _ delta.RangeLister = (*Store)(nil)
+
+// ListRange implements delta.RangeLister: the listing starts at from
+// where the backend allows it (see startAfter) and stops at the first
+// name >= to, so that no page after it is requested.
+func (s *Store) ListRange(ctx context.Context, dir, from, to string) ([]delta.ObjectInfo, error) {
+	if s.local != "" || to == "" {
+		objs, err := s.List(ctx, dir, from)
+		if err != nil || to == "" {
+			return objs, err
+		}
+		i := sort.Search(len(objs), func(i int) bool { return strings.TrimPrefix(objs[i].Key, dir) >= to })
+		return objs[:i], nil
+	}
+	full := s.prefix + dir
+	var out []delta.ObjectInfo
+	err := s.listUntil(ctx, full, from, func(obj *blob.ListObject) bool {
+		name := strings.TrimPrefix(obj.Key, full)
+		if name >= to {
+			return false
+		}
+		if !obj.IsDir && name >= from {
+			out = append(out, delta.ObjectInfo{Key: strings.TrimPrefix(obj.Key, s.prefix), Size: obj.Size, ModTime: obj.ModTime})
+		}
+		return true
+	})
+	if err != nil {
+		return nil, s.wrap("list", dir, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
 // list calls visit for every entry directly under the key prefix full
 // (objects and "directories"), from the first name >= from where the
 // backend can start there. Each page's wait is one guarded request.
 func (s *Store) list(ctx context.Context, full, from string, visit func(*blob.ListObject)) error {
+	return s.listUntil(ctx, full, from, func(o *blob.ListObject) bool { visit(o); return true })
+}
+
+// listUntil is list, stopping when visit returns false.
+func (s *Store) listUntil(ctx context.Context, full, from string, visit func(*blob.ListObject) bool) error {
 	g := s.newGuard(ctx)
 	defer g.done()
 	opts := &blob.ListOptions{Prefix: full, Delimiter: "/"}
@@ -269,7 +307,9 @@ func (s *Store) list(ctx context.Context, full, from string, visit func(*blob.Li
 		if err != nil {
 			return g.check(err)
 		}
-		visit(obj)
+		if !visit(obj) {
+			return nil
+		}
 	}
 }
 
