@@ -11,7 +11,9 @@
 //     each connection's throughput, as a real S3 endpoint does per stream;
 //   - `find` over a 10,000-file snapshot of an S3 table, cold (fresh
 //     mount: includes loading the snapshot from S3) and warm, vs `find`
-//     over the same tree of empty files on the local disk.
+//     over the same tree of empty files on the local disk;
+//   - the first `ls TABLE` of a table with a long history behind the
+//     throttle (history).
 //
 // It needs /dev/fuse, root (or fusermount3) and versitygw (make
 // tools-servers); without them it says so and exits 0.
@@ -22,7 +24,8 @@
 //	DELTAFS_BENCH_OBJ_MIB=64   size of the sequentially read object
 //	DELTAFS_BENCH_FILES=10000  files of the `find` snapshot
 //	DELTAFS_BENCH_TRIALS=3     trials per figure (median)
-//	DELTAFS_BENCH_ONLY=seq,wan,find  the benchmarks to run
+//	DELTAFS_BENCH_ONLY=seq,wan,find,history  the benchmarks to run
+//	DELTAFS_BENCH_HISTORY_COMMITS=10000  commits of the history table (the issue's: 100000)
 //	DELTAFS_BENCH_WAN_MIB=64   size of the object read through the throttle (wan)
 //	DELTAFS_BENCH_STREAM_MIBS=100  throttle: MiB/s per connection
 //	DELTAFS_BENCH_LATENCY_MS=20    throttle: delay before each request reaches the server
@@ -75,7 +78,7 @@ func loadOptions() options {
 	}
 	only := os.Getenv("DELTAFS_BENCH_ONLY")
 	if only == "" {
-		only = "seq,wan,find"
+		only = "seq,wan,find,history"
 	}
 	for _, b := range strings.Split(only, ",") {
 		o.only[strings.TrimSpace(b)] = true
@@ -145,7 +148,7 @@ func run(o options, versitygw string) error {
 	steps := []struct {
 		name string
 		fn   func(options, *s3Server) ([]section, error)
-	}{{"seq", benchSeq}, {"wan", benchWAN}, {"find", benchFind}}
+	}{{"seq", benchSeq}, {"wan", benchWAN}, {"find", benchFind}, {"history", benchHistory}}
 	for _, s := range steps {
 		if !o.only[s.name] {
 			continue

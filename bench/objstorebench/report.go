@@ -10,6 +10,7 @@ type (
 
 var (
 	atLeast    = report.AtLeast
+	atMost     = report.AtMost
 	throughput = report.Throughput
 	round      = report.Round
 	median     = report.Median
