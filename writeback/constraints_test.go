@@ -242,3 +242,39 @@ func TestConstraintOutsideSubsetRefused(t *testing.T) {
 		}
 	}
 }
+
+// A constraint reads partition columns from the file's partition values
+// and columns under column mapping by their logical names.
+func TestConstraintsOnPartitionsAndMappedColumns(t *testing.T) {
+	tt := testTable{parts: []string{"Part"},
+		protocol: `{"minReaderVersion":2,"minWriterVersion":5}`,
+		config:   map[string]string{"delta.columnMapping.mode": "name", "delta.constraints.ok": "part IN ('a', 'b') AND ID > 0"},
+		schema: structSchema(
+			field("ID", `"long"`, true, `{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-1"}`),
+			field("Part", `"string"`, true, `{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-2"}`))}
+	dir := tt.create(t)
+	appendIDs := func(part string, id int64) error {
+		src := writeParquet(t, "p.parquet", []struct {
+			ID *int64 `parquet:"ID,optional"`
+		}{{ID: ptr(id)}})
+		_, err := newCommitter(t, dir).Append(context.Background(),
+			[]File{{LocalPath: src, Name: "p.parquet", PartitionValues: map[string]*string{"Part": ptr(part)}}})
+		return err
+	}
+	if err := appendIDs("a", 1); err != nil {
+		t.Fatalf("append that holds: %v", err)
+	}
+	for _, tc := range []struct {
+		part string
+		id   int64
+		want string
+	}{
+		{"c", 1, "with values: Part = c, ID = 1"},
+		{"b", -1, "with values: Part = b, ID = -1"},
+	} {
+		err := appendIDs(tc.part, tc.id)
+		if !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), "CHECK constraint ok") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("append part=%s id=%d: %v, want refused %q", tc.part, tc.id, err, tc.want)
+		}
+	}
+}

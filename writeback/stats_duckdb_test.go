@@ -33,6 +33,7 @@ type typesRow struct {
 	Dt  *int32    `parquet:"dt,optional,date"`
 	Ts  *int64    `parquet:"ts,optional,timestamp(microsecond:utc)"`
 	Tn  *int64    `parquet:"tn,optional,timestamp(microsecond:local)"`
+	Tm  *int64    `parquet:"tm,optional,timestamp(millisecond:utc)"`
 	S   *string   `parquet:"s,optional"`
 	Bin []byte    `parquet:"bin,optional"`
 	Bo  *bool     `parquet:"bo,optional"`
@@ -50,6 +51,7 @@ var typesSchema = structSchema(
 	field("l", `"long"`, true, ""), field("d9", `"decimal(9,2)"`, true, ""), field("d18", `"decimal(18,4)"`, true, ""),
 	field("d30", `"decimal(30,5)"`, true, ""),
 	field("dt", `"date"`, true, ""), field("ts", `"timestamp"`, true, ""), field("tn", `"timestamp_ntz"`, true, ""),
+	field("tm", `"timestamp"`, true, ""),
 	field("s", `"string"`, true, ""), field("bin", `"binary"`, true, ""), field("bo", `"boolean"`, true, ""),
 	field("f", `"float"`, true, ""), field("x", `"double"`, true, ""),
 	field("st", structSchema(field("a", `"long"`, true, ""), field("name", `"string"`, true, "")), true, ""),
@@ -99,6 +101,9 @@ func randomTypesRows(r *rand.Rand, n int, special []float64) []typesRow {
 		}
 		if maybe() {
 			row.Tn = ptr(r.Int64N(4e15) - 2e15)
+		}
+		if maybe() {
+			row.Tm = ptr(r.Int64N(4e12) - 2e12)
 		}
 		if maybe() {
 			row.S = ptr(str())
@@ -191,7 +196,7 @@ type statsColumn struct {
 var typesColumns = []statsColumn{
 	{[]string{"b"}, "b", "int"}, {[]string{"sh"}, "sh", "int"}, {[]string{"i"}, "i", "int"}, {[]string{"l"}, "l", "int"},
 	{[]string{"d9"}, "d9", "text"}, {[]string{"d18"}, "d18", "text"}, {[]string{"d30"}, "d30", "text"}, {[]string{"dt"}, "dt", "text"},
-	{[]string{"ts"}, "epoch_us(ts)", "ts"}, {[]string{"tn"}, "epoch_us(tn)", "tsntz"},
+	{[]string{"ts"}, "epoch_us(ts)", "ts"}, {[]string{"tn"}, "epoch_us(tn)", "tsntz"}, {[]string{"tm"}, "epoch_us(tm)", "ts"},
 	{[]string{"s"}, "s", "string"}, {[]string{"bin"}, "bin", ""}, {[]string{"bo"}, "bo", ""},
 	{[]string{"f"}, "f", "float"}, {[]string{"x"}, "x", "float"},
 	{[]string{"st", "a"}, "st.a", "int"}, {[]string{"st", "name"}, "st.name", "string"}, {[]string{"n"}, "n", "int"},
