@@ -3,6 +3,7 @@ package writeback
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/big"
 	"sort"
 	"strings"
@@ -290,37 +291,48 @@ func textValue(s *string, t sqlType) (sqlValue, error) {
 	return exactValue(r), nil
 }
 
-// evalRows runs one compiled constraint over the file, a row group at a
-// time (the columns it reads are decoded whole for the row group).
+// evalRows runs one compiled constraint over the file, row by row: the
+// columns it reads are decoded in step, a page at a time (a struct-only
+// leaf has one value per row), so memory stays that of a few pages.
 func (p *prepared) evalRows(c tableConstraint, fn evalFn, srcs []rowSource, pq *pqFile) error {
 	var base int64
 	for g, rg := range pq.pf.RowGroups() {
-		n := rg.NumRows()
-		cols := make([][]sqlValue, len(srcs))
+		err := p.evalGroup(c, fn, srcs, rg, base, g)
+		if err != nil {
+			return err
+		}
+		base += rg.NumRows()
+	}
+	return nil
+}
+
+func (p *prepared) evalGroup(c tableConstraint, fn evalFn, srcs []rowSource, rg parquet.RowGroup, base int64, g int) error {
+	curs := make([]*valueCursor, len(srcs))
+	for i, s := range srcs {
+		if s.leaf != nil {
+			curs[i] = newValueCursor(rg.ColumnChunks()[s.leaf.node.leaf])
+			defer curs[i].close()
+		}
+	}
+	row := make([]sqlValue, len(srcs))
+	for r := range rg.NumRows() {
 		for i, s := range srcs {
-			if s.leaf == nil {
+			row[i] = s.value
+			if curs[i] == nil {
 				continue
 			}
-			vals, err := leafValues(rg.ColumnChunks()[s.leaf.node.leaf], *s.leaf, n)
+			v, err := curs[i].next()
+			if err == nil {
+				row[i], err = leafValue(v, *s.leaf)
+			}
 			if err != nil {
 				return invalidf("%s: read column %s (row group %d) for %s: %v", p.display, s.name, g, c.label, err)
 			}
-			cols[i] = vals
 		}
-		row := make([]sqlValue, len(srcs))
-		for r := range n {
-			for i, s := range srcs {
-				row[i] = s.value
-				if s.leaf != nil {
-					row[i] = cols[i][r]
-				}
-			}
-			v, err := fn(row)
-			if err != nil || v.isNull() || !v.b {
-				return p.violation(c, base+r, srcs, row, err)
-			}
+		v, err := fn(row)
+		if err != nil || v.isNull() || !v.b {
+			return p.violation(c, base+r, srcs, row, err)
 		}
-		base += n
 	}
 	return nil
 }
@@ -338,24 +350,62 @@ func (p *prepared) violation(c tableConstraint, r int64, srcs []rowSource, row [
 		p.display, c.label, why, r+1, strings.Join(vals, ", "))
 }
 
-// leafValues decodes the n values of a struct-only leaf in one row group.
-func leafValues(cc parquet.ColumnChunk, l statLeaf, n int64) ([]sqlValue, error) {
-	out := make([]sqlValue, 0, n)
-	var convErr error
-	err := eachValue(cc, func(v parquet.Value) {
-		sv, err := leafValue(v, l)
-		if err != nil && convErr == nil {
-			convErr = err
+// valueCursor reads a column chunk's values one at a time, a page and a
+// buffer of values at a time. A value is valid until the next call.
+type valueCursor struct {
+	pages parquet.Pages
+	page  parquet.Page
+	vr    parquet.ValueReader
+	buf   []parquet.Value
+	i, n  int
+}
+
+func newValueCursor(cc parquet.ColumnChunk) *valueCursor {
+	return &valueCursor{pages: cc.Pages(), buf: make([]parquet.Value, 1024)}
+}
+
+// next returns the next value; corrupt pages (parquet-go panics on some)
+// are errors.
+func (c *valueCursor) next() (v parquet.Value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decode pages: %v", r)
 		}
-		out = append(out, sv)
-	})
-	if err == nil {
-		err = convErr
+	}()
+	for c.i == c.n {
+		if c.vr != nil {
+			n, err := c.vr.ReadValues(c.buf)
+			c.i, c.n = 0, n
+			if n > 0 {
+				break
+			}
+			if err != nil && err != io.EOF {
+				return v, err
+			}
+			c.vr = nil
+		}
+		if c.page != nil {
+			parquet.Release(c.page)
+			c.page = nil
+		}
+		pg, err := c.pages.ReadPage()
+		if err == io.EOF {
+			return v, fmt.Errorf("fewer values than rows")
+		}
+		if err != nil {
+			return v, err
+		}
+		c.page, c.vr = pg, pg.Values()
 	}
-	if err == nil && int64(len(out)) != n {
-		err = fmt.Errorf("%d values for %d rows", len(out), n)
+	c.i++
+	return c.buf[c.i-1], nil
+}
+
+func (c *valueCursor) close() {
+	if c.page != nil {
+		parquet.Release(c.page)
 	}
-	return out, err
+	c.pages.Close()
 }
 
 // leafValue converts one Parquet value of the leaf's Delta type.

@@ -278,3 +278,19 @@ func TestConstraintsOnPartitionsAndMappedColumns(t *testing.T) {
 		}
 	}
 }
+
+// The rows are read in step across pages and row groups: the offending
+// row is found and numbered across them.
+func TestConstraintRowNumbersAcrossRowGroups(t *testing.T) {
+	dir := testTable{schema: checkSchema, config: map[string]string{"delta.constraints.c": "id <> 3777 AND st.a >= 0"}}.create(t)
+	ids := make([]int64, 5000)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	src := writeRowGroups(t, checkRows(ids...), 999)
+	_, err := newCommitter(t, dir).Append(context.Background(), []File{{LocalPath: src, Name: "big.parquet"}})
+	want := "CHECK constraint c (id <> 3777 AND st.a >= 0) violated by row 3778 of the file (counting from 1), with values: id = 3777, st.a = 7"
+	if !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), want) {
+		t.Errorf("append: %v, want %q", err, want)
+	}
+}
