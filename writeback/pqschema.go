@@ -24,9 +24,10 @@ type pqFile struct {
 	pf   *parquet.File
 	meta *format.FileMetaData
 	root *pqNode
-	// nullKnown[rg][col]: the chunk's footer statistics have a null_count
-	// (an absent one decodes as 0 and proves nothing).
-	nullKnown [][]bool
+	// chunkStats[rg][col]: what the chunk's footer statistics state beyond
+	// their decoded values (an absent null_count decodes as 0 and proves
+	// nothing; inexact bounds are only bounds).
+	chunkStats [][]pqfile.ChunkStats
 }
 
 // pqNode is one element of a Parquet schema, with the tree shape the
@@ -91,6 +92,9 @@ func openParquet(path, display string) (p *pqFile, err error) {
 	if err == nil {
 		err = delta.CheckParquetPages(f, fi.Size(), pf)
 	}
+	if err == nil {
+		err = checkPageIndex(f, fi.Size(), pf.Metadata())
+	}
 	if err != nil {
 		return nil, invalidf("%s: not a readable Parquet file: %v", display, err)
 	}
@@ -98,16 +102,16 @@ func openParquet(path, display string) (p *pqFile, err error) {
 	if err != nil {
 		return nil, invalidf("%s: bad Parquet schema: %v", display, err)
 	}
-	known, err := nullCountsKnown(f, fi.Size(), pf.Metadata())
+	known, err := footerChunkStats(f, fi.Size(), pf.Metadata())
 	if err != nil {
 		return nil, invalidf("%s: not a readable Parquet file: %v", display, err)
 	}
-	return &pqFile{f: f, size: fi.Size(), pf: pf, meta: pf.Metadata(), root: root, nullKnown: known}, nil
+	return &pqFile{f: f, size: fi.Size(), pf: pf, meta: pf.Metadata(), root: root, chunkStats: known}, nil
 }
 
-// nullCountsKnown reads the encoded footer (its length was checked by
-// delta.CheckParquetFooter) and tells which chunks state their nulls.
-func nullCountsKnown(r io.ReaderAt, size int64, meta *format.FileMetaData) ([][]bool, error) {
+// footerChunkStats reads the encoded footer (its length was checked by
+// delta.CheckParquetFooter) for what each chunk's statistics state.
+func footerChunkStats(r io.ReaderAt, size int64, meta *format.FileMetaData) ([][]pqfile.ChunkStats, error) {
 	var tail [8]byte
 	if _, err := r.ReadAt(tail[:], size-8); err != nil {
 		return nil, err
@@ -117,7 +121,7 @@ func nullCountsKnown(r io.ReaderAt, size int64, meta *format.FileMetaData) ([][]
 	if _, err := r.ReadAt(footer, size-8-n); err != nil {
 		return nil, err
 	}
-	return pqfile.NullCountsKnown(footer, meta)
+	return pqfile.FooterChunkStats(footer, meta)
 }
 
 func (p *pqFile) Close() error { return p.f.Close() }
@@ -159,6 +163,30 @@ func openFooter(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
 		return nil, err
 	}
 	return parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+}
+
+// checkPageIndex decodes the file's column and offset indexes, which the
+// validation skips but readers use (parquet-go by default, engines that
+// filter pages): a file whose page index does not decode would be
+// committed and then fail those readers. Each index must lie in the file
+// before it is read, so that a hostile length allocates nothing.
+func checkPageIndex(r io.ReaderAt, size int64, meta *format.FileMetaData) (err error) {
+	within := func(off int64, n int32) bool { return off >= 0 && n >= 0 && off <= size && int64(n) <= size-off }
+	for i := range meta.RowGroups {
+		for j := range meta.RowGroups[i].Columns {
+			cc := &meta.RowGroups[i].Columns[j]
+			if !within(cc.ColumnIndexOffset, cc.ColumnIndexLength) || !within(cc.OffsetIndexOffset, cc.OffsetIndexLength) {
+				return fmt.Errorf("row group %d column %d: page index outside the file", i, j)
+			}
+		}
+	}
+	defer func() {
+		if rec := recover(); rec != nil {
+			err = fmt.Errorf("decode page index: %v", rec)
+		}
+	}()
+	_, err = parquet.OpenFile(r, size, parquet.SkipBloomFilters(true))
+	return err
 }
 
 // buildTree rebuilds the schema tree from its depth-first flattening.

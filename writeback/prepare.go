@@ -186,7 +186,7 @@ func checkNoNulls(pq *pqFile, nodes []nonNullNode, display string) error {
 		leaf := nn.node.firstLeaf()
 		for i, rg := range pq.pf.RowGroups() {
 			cm := &pq.meta.RowGroups[i].Columns[leaf.leaf].MetaData
-			if pq.nullKnown[i][leaf.leaf] && cm.Statistics.NullCount == 0 {
+			if pq.chunkStats[i][leaf.leaf].NullCount && cm.Statistics.NullCount == 0 {
 				continue
 			}
 			found, err := hasDefLevel(rg.ColumnChunks()[leaf.leaf], nn.nullAt)

@@ -104,8 +104,9 @@ type leafAgg struct {
 // of min/max, Spark orders NaN above every number), a decimal stored as
 // bytes (parquet-go, and parquet-mr before 1.10, order those bytes
 // unsigned, not as the signed numbers they are), bounds missing from a
-// chunk holding values, or bounds written in an order other than the
-// type's own (no TypeDefinedOrder).
+// chunk holding values, bounds the footer says are inexact (truncated),
+// or bounds written in an order other than the type's own (no
+// TypeDefinedOrder).
 func footerAgg(pq *pqFile, l statLeaf) (agg leafAgg, ok bool) {
 	bounds := minMaxEligible(l)
 	if bounds {
@@ -126,8 +127,11 @@ func footerAgg(pq *pqFile, l statLeaf) (agg leafAgg, ok bool) {
 	}
 	for i := range pq.meta.RowGroups {
 		rg := &pq.meta.RowGroups[i]
-		if l.node.leaf >= len(rg.Columns) || !pq.nullKnown[i][l.node.leaf] {
+		if l.node.leaf >= len(rg.Columns) || !pq.chunkStats[i][l.node.leaf].NullCount {
 			return leafAgg{}, false
+		}
+		if bounds && pq.chunkStats[i][l.node.leaf].Inexact {
+			return leafAgg{}, false // a truncated bound, not a value of the file
 		}
 		cm := &rg.Columns[l.node.leaf].MetaData
 		s := &cm.Statistics

@@ -9,24 +9,66 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// NullCountsKnown reports, for every column chunk of every row group of the encoded footer b
-// (a thrift compact FileMetaData, decoded as meta), whether its statistics carry a null_count.
-// Decoders give 0 for an absent null_count, which would claim "no nulls" for a chunk whose writer
-// said nothing: a caller that proves nullability or writes Delta nullCount from the footer must
-// ask this first.
-func NullCountsKnown(b []byte, meta *format.FileMetaData) ([][]bool, error) {
-	edits, err := statsEdits(b, meta)
-	if err != nil {
-		return nil, err
-	}
-	known := make([][]bool, len(meta.RowGroups))
+// ChunkStats is what the footer statistics of one column chunk state beyond their values.
+type ChunkStats struct {
+	// NullCount: the statistics carry a null_count. Decoders give 0 for an absent one, which
+	// would claim "no nulls" for a chunk whose writer said nothing.
+	NullCount bool
+	// Inexact: is_min_value_exact or is_max_value_exact is false, so min_value or max_value is
+	// only a bound (a truncated string), not a value of the chunk. Decoders drop these fields.
+	Inexact bool
+}
+
+// Field ids of Statistics.is_max_value_exact and is_min_value_exact.
+const (
+	idStatsMaxExact = 7
+	idStatsMinExact = 8
+)
+
+// FooterChunkStats reads, for every column chunk of every row group of the encoded footer b (a
+// thrift compact FileMetaData, decoded as meta), what its statistics state (ChunkStats). A caller
+// that proves nullability or writes exact statistics from the footer must ask this first.
+func FooterChunkStats(b []byte, meta *format.FileMetaData) ([][]ChunkStats, error) {
+	out := make([][]ChunkStats, len(meta.RowGroups))
 	for i := range meta.RowGroups {
-		known[i] = make([]bool, len(meta.RowGroups[i].Columns))
-		for j := range known[i] {
-			known[i][j] = editAt(edits, i, j) == keepStats
-		}
+		out[i] = make([]ChunkStats, len(meta.RowGroups[i].Columns))
 	}
-	return known, nil
+	seen := 0
+	err := thriftBuf(b).walkChunkMeta(nil, func(rg, col int, md []tfield) error {
+		if rg >= len(out) || col >= len(out[rg]) {
+			return thriftCorrupt("row group %d column %d is not in the decoded footer", rg, col)
+		}
+		seen++
+		for _, f := range md {
+			if !isStats(f) {
+				continue
+			}
+			_, err := thriftBuf(b).skipStruct(f.value, 0, func(f tfield, _ int) (int, error) {
+				switch {
+				case isNullCount(f):
+					out[rg][col].NullCount = true
+				case (f.id == idStatsMaxExact || f.id == idStatsMinExact) && f.typ == tFalse:
+					out[rg][col].Inexact = true
+				}
+				return -1, nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read footer statistics: %w", err)
+	}
+	want := 0
+	for i := range meta.RowGroups {
+		want += len(meta.RowGroups[i].Columns)
+	}
+	if seen != want {
+		return nil, fmt.Errorf("%w: footer statistics: %d column chunks, decoded %d", ErrCorrupt, seen, want)
+	}
+	return out, nil
 }
 
 func editAt(edits [][]statsEdit, rg, col int) statsEdit {
