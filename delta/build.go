@@ -35,9 +35,27 @@ func (t *Table) build(ctx context.Context, v int64, hint *logListing) (*Snapshot
 		}
 		snap, err := t.replayOnto(ctx, seg, l, base, baseV, baseKey)
 		if err == nil {
+			t.statOwnCommit(ctx, seg)
 			snap.segment = seg
 		}
 		return snap, err
+	}
+}
+
+// statOwnCommit fills in the size and time of the version's own commit
+// file in its segment when the listing was by name (NameLister), so that
+// a later refresh can tell that commit was rewritten (stillListed). A
+// failed stat leaves them unknown, which only loses that check.
+func (t *Table) statOwnCommit(ctx context.Context, seg *LogSegment) {
+	f := &seg.CheckpointCommit
+	if n := len(seg.Commits); n > 0 {
+		f = &seg.Commits[n-1]
+	}
+	if f.Key == "" || f.Version != seg.Version || !f.ModTime.IsZero() {
+		return
+	}
+	if o, err := t.store.Stat(ctx, f.Key); err == nil {
+		f.Size, f.ModTime = o.Size, o.ModTime
 	}
 }
 

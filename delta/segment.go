@@ -39,9 +39,8 @@ type logListing struct {
 }
 
 // listLog lists _delta_log starting at version from. A store that lists
-// names cheaply (NameLister) is listed by name: checkpoints, which are few
-// and whose sizes the Parquet reader needs, are stat-ed; commits are not
-// (see fillTimes).
+// names cheaply (NameLister) is listed by name, with no stat (see
+// fillTimes).
 func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
 	return listLogUpTo(ctx, s, from, -1)
 }
@@ -151,7 +150,8 @@ func listingOfObjects(from int64, objs []ObjectInfo) *logListing {
 	return l
 }
 
-// listingOfNames classifies a name listing, stat-ing the checkpoint files.
+// listingOfNames classifies a name listing. Nothing is stat-ed: sizes and
+// times are learnt when needed (fillTime, fillTimes, statOwnCommit).
 func listingOfNames(ctx context.Context, s Storage, from int64, names []string) (*logListing, error) {
 	l := &logListing{from: from, commits: &commitIndex{}, checkpt: map[int64][]LogFile{}, maxV: -1, byName: true}
 	for _, n := range names {
@@ -165,14 +165,8 @@ func listingOfNames(ctx context.Context, s Storage, from int64, names []string) 
 			l.commits.add(f)
 			l.maxV = max(l.maxV, f.Version)
 		case KindCheckpoint, KindMultiPartCheckpt, KindUUIDCheckpoint:
-			o, err := s.Stat(ctx, f.Key)
-			if errors.Is(err, ErrNotExist) {
-				continue // removed since the listing
-			}
-			if err != nil {
-				return nil, err
-			}
-			f.ObjectInfo = o
+			// Size unknown (0): the reader reads the whole file, as it
+			// does anyway, and a missing one marks the checkpoint bad.
 			l.checkpt[f.Version] = append(l.checkpt[f.Version], f)
 		}
 	}

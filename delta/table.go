@@ -195,6 +195,11 @@ func (t *Table) Latest(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, t.wrap(-1, err)
 	}
+	if i := l.commits.find(prev.version); i >= 0 {
+		if _, err := l.fillTime(ctx, t.store, i); err != nil && !errors.Is(err, ErrNotExist) {
+			return nil, t.wrap(-1, err)
+		}
+	}
 	if err := prev.stillListed(l); err != nil {
 		return nil, t.wrap(prev.version, err)
 	}

@@ -3,6 +3,10 @@ package blobstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -84,4 +88,45 @@ func times(vs []delta.VersionInfo) map[int64]int64 {
 		out[v.Version] = v.ModTime.UnixNano()
 	}
 	return out
+}
+
+// A local log listed by name still notices its newest commit rewritten
+// (another table written at the same place): the refresh compares the
+// commit's size and time, which a name listing learns by stat.
+func TestNameListingNoticesRewrittenCommit(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	logDir := filepath.Join(root, "_delta_log")
+	os.MkdirAll(logDir, 0o755)
+	commit := func(v int, id, path string) {
+		body := `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}` + "\n" +
+			`{"metaData":{"id":"` + id + `","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"a\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{}}}` + "\n" +
+			`{"add":{"path":"` + path + `","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}` + "\n"
+		if v > 0 {
+			body = `{"add":{"path":"` + path + `","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}` + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(logDir, fmt.Sprintf("%020d.json", v)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(0, "first", "a.parquet")
+	st, err := Open(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := delta.Open(st, delta.Options{})
+	if _, err := tbl.Latest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commit(1, "", "b.parquet") // an ordinary append: the refresh takes it
+	if s, err := tbl.Latest(ctx); err != nil || s.Version() != 1 {
+		t.Fatalf("refresh after an append: %v, %v; want version 1", s, err)
+	}
+	old := time.Now().Add(-time.Hour)
+	commit(1, "", "another-writers-file.parquet")
+	os.Chtimes(filepath.Join(logDir, fmt.Sprintf("%020d.json", 1)), old, old)
+	commit(2, "", "c.parquet")
+	if s, err := tbl.Latest(ctx); !errors.Is(err, delta.ErrTableChanged) {
+		t.Errorf("refresh after commit 1 was rewritten: %v, %v; want ErrTableChanged", s, err)
+	}
 }
