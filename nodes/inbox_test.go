@@ -68,6 +68,12 @@ func (w *fakeWriter) calls() []StagedFile {
 	return slices.Clone(w.appends)
 }
 
+func (w *fakeWriter) contents() [][]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.content)
+}
+
 var parquetish = []byte("PAR1 some pages and a footer PAR1")
 
 // mountInbox mounts one fixture table, read in place (the fake writer
@@ -449,14 +455,14 @@ func TestInboxSecondWriterBusy(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatalf("close of the first writer: %v", err)
 	}
-	if len(w.content) != 1 || !bytes.Equal(w.content[0], mine) {
-		t.Fatalf("committed %q, want the first writer's %q", w.content, mine)
+	if got := w.contents(); len(got) != 1 || !bytes.Equal(got[0], mine) {
+		t.Fatalf("committed %q, want the first writer's %q", got, mine)
 	}
 	if err := os.WriteFile(p, parquetish, 0o644); err != nil {
 		t.Fatalf("write after the first committed: %v", err)
 	}
-	if len(w.content) != 2 || !bytes.Equal(w.content[1], parquetish) {
-		t.Errorf("second commit %q, want %q", w.content, parquetish)
+	if got := w.contents(); len(got) != 2 || !bytes.Equal(got[1], parquetish) {
+		t.Errorf("second commit %q, want %q", got, parquetish)
 	}
 }
 
@@ -472,8 +478,8 @@ func TestInboxDupClosedEarly(t *testing.T) {
 		t.Fatalf("shell: %v: %s", err, out)
 	}
 	want := []byte("PAR1 first half second half PAR1")
-	if len(w.content) != 1 || !bytes.Equal(w.content[0], want) {
-		t.Errorf("commits %q, want one of %q", w.content, want)
+	if got := w.contents(); len(got) != 1 || !bytes.Equal(got[0], want) {
+		t.Errorf("commits %q, want one of %q", got, want)
 	}
 	// The same with dup(2) in this process, closing the copy first.
 	f, err := os.Create(filepath.Join(inbox, "dup2.parquet"))
@@ -498,7 +504,7 @@ func TestInboxDupClosedEarly(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatalf("last close: %v", err)
 	}
-	if len(w.content) != 2 || !bytes.Equal(w.content[1], want) {
-		t.Errorf("commits %q, want %q second", w.content, want)
+	if got := w.contents(); len(got) != 2 || !bytes.Equal(got[1], want) {
+		t.Errorf("commits %q, want %q second", got, want)
 	}
 }
