@@ -18,6 +18,9 @@ import (
 // inbox refusals, table versions and the cache counters.
 func (s *Server) MetricsHandler() http.Handler { return s.stats.handler() }
 
+// SnapshotCacheUsage reports what the tables' snapshot cache holds.
+func (s *Server) SnapshotCacheUsage() delta.CacheUsage { return s.caches.Usage() }
+
 // mountStatus is the "mount" member of the status file.
 type mountStatus struct {
 	Mountpoint string           `json:"mountpoint"`

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/deltafs/deltafs/blobcache"
 )
@@ -31,4 +32,30 @@ func limitMemory(cacheBytes int64) int64 {
 	limit := cacheBytes + memoryHeadroom
 	debug.SetMemoryLimit(limit)
 	return limit
+}
+
+// followInterval is how often followSnapshotMemory reads the cache.
+var followInterval = 2 * time.Second
+
+// followSnapshotMemory raises and lowers the soft memory limit with what
+// the snapshot cache holds (used, estimated bytes, read every few
+// seconds): base plus 9/8 of it, so that a mount reading a
+// 1,000,000-file snapshot is not held to the limit of the block cache
+// alone (the collector would run back to back), and a mount that keeps
+// no snapshot keeps the tight limit. It returns a function that stops it.
+func followSnapshotMemory(base int64, used func() int64) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(followInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				debug.SetMemoryLimit(base + used()*9/8)
+			}
+		}
+	}()
+	return func() { close(done) }
 }

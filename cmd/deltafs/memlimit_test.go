@@ -3,7 +3,9 @@ package main
 import (
 	"math"
 	"runtime/debug"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestLimitMemory(t *testing.T) {
@@ -31,4 +33,30 @@ func TestLimitMemory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The soft limit follows the snapshot cache: base plus 9/8 of what it
+// holds, up and down.
+func TestFollowSnapshotMemory(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	followInterval = 5 * time.Millisecond
+	t.Cleanup(func() { followInterval = 2 * time.Second })
+	var used atomic.Int64
+	used.Store(80 << 20)
+	stop := followSnapshotMemory(100<<20, used.Load)
+	defer stop()
+	waitLimit := func(want int64) {
+		t.Helper()
+		for i := 0; i < 400; i++ {
+			if debug.SetMemoryLimit(-1) == want {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("memory limit %d, want %d", debug.SetMemoryLimit(-1), want)
+	}
+	waitLimit(100<<20 + 90<<20)
+	used.Store(0)
+	waitLimit(100 << 20)
 }

@@ -173,7 +173,7 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 // systemd) and unmounts when ctx ends (a signal); it returns once the
 // mount is gone.
 func serveMount(ctx context.Context, cfg fs.Config, f *mountFlags) (err error) {
-	limitMemory(cfg.MemoryCacheSize)
+	base := limitMemory(cfg.MemoryCacheSize)
 	defer func() { notifyReady(err) }() // a failure before the mount reaches the parent
 	out, closeLog, err := openLog(f.logFile)
 	if err != nil {
@@ -192,6 +192,10 @@ func serveMount(ctx context.Context, cfg fs.Config, f *mountFlags) (err error) {
 	}
 	stopMetrics := serveMetrics(metrics, srv, cfg.Logger)
 	defer stopMetrics()
+	if base > 0 {
+		stopFollow := followSnapshotMemory(base, func() int64 { u := srv.SnapshotCacheUsage(); return u.StateBytes + u.CommitBytes })
+		defer stopFollow()
+	}
 	for name, reason := range srv.Refused() {
 		fmt.Fprintf(out, "deltafs: table %s refused: %v\n", name, reason)
 	}
