@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/parquet-go/parquet-go"
 )
 
 // The write-conformance matrix: one row per table feature or table
@@ -250,5 +253,31 @@ func checkHasICT(t *testing.T, dir string, v int64, _ *delta.Add) {
 	}
 	if err := json.Unmarshal(commitLines(t, dir, v)[0]["commitInfo"], &ci); err != nil || ci.ICT == nil {
 		t.Errorf("commit %d: no inCommitTimestamp in its first line (%v)", v, err)
+	}
+}
+
+// checkStructStatsCheckpoint: the checkpoint the append wrote carries the
+// stats as add.stats_parsed only.
+func checkStructStatsCheckpoint(t *testing.T, dir string, v int64, _ *delta.Add) {
+	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(delta.CheckpointKey(v))))
+	if err != nil {
+		t.Fatalf("no checkpoint at version %d: %v", v, err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, fi.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, c := range pf.Schema().Columns() {
+		if c[0] == "add" && len(c) > 1 {
+			cols = append(cols, strings.Join(c[1:], "."))
+		}
+	}
+	joined := "," + strings.Join(cols, ",") + ","
+	if strings.Contains(joined, ",stats,") || !strings.Contains(joined, ",stats_parsed.numRecords,") ||
+		!strings.Contains(joined, ",stats_parsed.minValues.id,") {
+		t.Errorf("checkpoint add columns %v: want stats_parsed and no stats", cols)
 	}
 }
