@@ -127,8 +127,9 @@ func conformanceRows() []conformanceRow {
 		{feature: "catalogManaged", table: idTable(`{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["catalogManaged"],`+
 			`"writerFeatures":["catalogManaged","inCommitTimestamp"]}`, nil, ""), unwritable: "catalogManaged", unreadable: true},
 		{feature: "delta.checkpoint.writeStatsAsJson=false, writeStatsAsStruct=true",
-			table: idTable(legacy(2), map[string]string{"delta.checkpoint.writeStatsAsJson": "false", "delta.checkpoint.writeStatsAsStruct": "true"}, ""),
-			good:  ids(1), check: checkStatsKey("id"), bad: wrongType, badWant: wrongTypeWant},
+			table: idTable(legacy(2), map[string]string{"delta.checkpoint.writeStatsAsJson": "false",
+				"delta.checkpoint.writeStatsAsStruct": "true", "delta.checkpointInterval": "1"}, ""),
+			good: ids(1), check: checkStructStatsCheckpoint, bad: wrongType, badWant: wrongTypeWant},
 	}
 	for w := 2; w <= 6; w++ {
 		rows = append(rows, conformanceRow{feature: "legacy writer version " + strconv.Itoa(w), table: idTable(legacy(w), nil, ""),
