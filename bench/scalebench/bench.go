@@ -70,6 +70,8 @@ func runBench(args []string) error {
 		run  func() error
 	}{
 		{"versions", func() error { return b.versions(history) }},
+		{"versions-lastcp", func() error { return b.versions(lastcp) }},
+		{"lslr", func() error { return b.lsLR("history", history) }},
 		{"version", func() error { return b.oneVersion("history", history, 5) }},
 		{"lastcp", func() error { return b.oneVersion("lastcp", lastcp, 3) }},
 		{"cli", func() error { return b.cliLs(lastcp) }},

@@ -263,3 +263,52 @@ func (b *bench) manyVersions(t *genTable, n int) error {
 			Note: "one: " + mib(one) + "; " + strings.Join(strs, ",")}}})
 	return nil
 }
+
+// lsLR: `ls -lR` of the latest snapshot, warm, against the same tree of
+// empty files on the local disk; with --xattrs off (the default) and on.
+func (b *bench) lsLR(name string, t *genTable) error {
+	native, err := b.nativeTree(filepath.Base(t.dir), t.res.Paths)
+	if err != nil {
+		return err
+	}
+	sec := report.Section{Title: fmt.Sprintf("ls -lR of a %d-file snapshot (table %s), warm", t.res.LiveFiles, name),
+		Ratio: "deltafs / native tree of the same paths", NoteHeader: "native"}
+	var nat []time.Duration
+	for i := 0; i < b.trials+1; i++ {
+		d, _, err := run("ls", "-lR", native)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			nat = append(nat, d)
+		}
+	}
+	mn := report.Median(nat)
+	for _, x := range []struct {
+		label  string
+		flags  []string
+		target float64
+	}{{"--xattrs off", nil, 1.0}, {"--xattrs on", []string{"--xattrs"}, 2.0}} {
+		m, err := b.mount(t.dir, x.flags...)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(m.mnt, "t", "@latest") + "/"
+		var ds []time.Duration
+		for i := 0; i < b.trials+1; i++ {
+			d, _, err := run("ls", "-lR", dir)
+			if err != nil {
+				m.close()
+				return err
+			}
+			if i > 0 {
+				ds = append(ds, d)
+			}
+		}
+		m.close()
+		md := report.Median(ds)
+		sec.Rows = append(sec.Rows, report.Row{Figure: "ls -lR, warm", Config: "deltafs " + x.label, Value: ms(md), Ratio: ratio(md, mn), Target: report.AtMost(x.target), Note: ms(mn)})
+	}
+	b.sections = append(b.sections, sec)
+	return nil
+}
