@@ -30,9 +30,12 @@ func ResolvePath(tableRoot, logPath string) (key string, err error) {
 		return "", corruptf("empty file path")
 	}
 	scheme, authority, rawPath, isAbs := splitLogURI(logPath)
-	decoded, err := url.PathUnescape(rawPath)
-	if err != nil {
-		return "", corruptf("path %q: %v", logPath, err)
+	decoded := rawPath
+	if strings.IndexByte(rawPath, '%') >= 0 { // most paths have nothing to decode
+		var err error
+		if decoded, err = url.PathUnescape(rawPath); err != nil {
+			return "", corruptf("path %q: %v", logPath, err)
+		}
 	}
 	if !isAbs {
 		return checkKey(logPath, decoded)

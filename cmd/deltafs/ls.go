@@ -76,7 +76,10 @@ func runLs(ctx context.Context, args []string) error {
 func eachLsEntry(ctx context.Context, snap *delta.Snapshot, fn func(lsEntry) error) error {
 	adds := slices.Clone(snap.Files())
 	slices.SortFunc(adds, func(a, b *delta.Add) int {
-		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.DeletionVector.UniqueID(), b.DeletionVector.UniqueID()))
+		if c := cmp.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.DeletionVector.UniqueID(), b.DeletionVector.UniqueID())
 	})
 	for _, a := range adds {
 		f, err := snap.LiveFileOf(a)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -59,7 +60,27 @@ func main() {
 	if filepath.Base(os.Args[0]) == fstabHelperName {
 		os.Exit(runFstab(ctx, os.Args[1:]))
 	}
-	os.Exit(run(ctx, os.Args[1:]))
+	stopProfile := startProfile(os.Getenv("DELTAFS_CPUPROFILE"))
+	code := run(ctx, os.Args[1:])
+	stopProfile()
+	os.Exit(code)
+}
+
+// startProfile writes a CPU profile of the run to path when it is set (for
+// developers: DELTAFS_CPUPROFILE=cpu.out deltafs ls ...).
+func startProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "deltafs: DELTAFS_CPUPROFILE:", err)
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 func run(ctx context.Context, args []string) int {
