@@ -218,12 +218,17 @@ func readCommits(ctx context.Context, files []LogFile, read func(context.Context
 // requests, not CPU work, bound them) and returns the first error, after
 // which the remaining calls are skipped and ctx is cancelled.
 func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	return parallelN(ctx, n, 4*runtime.GOMAXPROCS(0), fn)
+}
+
+// parallelN is parallel on up to workers goroutines.
+func parallelN(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < min(n, 4*runtime.GOMAXPROCS(0)); w++ {
+	for w := 0; w < min(n, workers); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

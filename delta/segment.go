@@ -45,6 +45,10 @@ func listLog(ctx context.Context, s Storage, from int64) (*logListing, error) {
 	return listLogUpTo(ctx, s, from, -1)
 }
 
+// listWorkers is how many listing requests run at once: they wait on the
+// network, not the CPU.
+const listWorkers = 16
+
 // listChunk is how many versions one request of a parallel listing covers:
 // their commits and a few checkpoints fit one page of 1,000 keys.
 const listChunk = 900
@@ -71,7 +75,7 @@ func listLogUpTo(ctx context.Context, s Storage, from, upTo int64) (*logListing,
 		bounds = append(bounds, b)
 	}
 	parts := make([][]ObjectInfo, len(bounds))
-	err := parallel(ctx, len(bounds), func(ctx context.Context, k int) error {
+	err := parallelN(ctx, len(bounds), listWorkers, func(ctx context.Context, k int) error {
 		to := ""
 		if k+1 < len(bounds) {
 			to = bounds[k+1]

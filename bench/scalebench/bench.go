@@ -200,9 +200,24 @@ func (m *mounted) rss() (cur, peak int64) {
 }
 
 // run runs a command, discarding its output, and returns its wall time
-// and peak RSS (bytes).
+// and peak RSS (bytes). The peak is GNU time's (%M): the rusage of a
+// child forked from this process counts this process's pages from before
+// the exec, which would make every child look as big as the benchmark.
 func run(name string, args ...string) (time.Duration, int64, error) {
-	cmd := exec.Command(name, args...)
+	var cmd *exec.Cmd
+	var rssFile string
+	if timeBin != "" {
+		f, err := os.CreateTemp("", "scalebench-rss-")
+		if err != nil {
+			return 0, 0, err
+		}
+		rssFile = f.Name()
+		f.Close()
+		defer os.Remove(rssFile)
+		cmd = exec.Command(timeBin, append([]string{"-f", "%M", "-o", rssFile, name}, args...)...)
+	} else {
+		cmd = exec.Command(name, args...)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
@@ -212,11 +227,23 @@ func run(name string, args ...string) (time.Duration, int64, error) {
 		return d, 0, fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
 	}
 	var peak int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if rssFile != "" {
+		data, _ := os.ReadFile(rssFile)
+		kb, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		peak = kb << 10
+	} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		peak = ru.Maxrss << 10
 	}
 	return d, peak, nil
 }
+
+// timeBin is GNU time, when installed (apt-get install time).
+var timeBin = func() string {
+	if _, err := os.Stat("/usr/bin/time"); err == nil {
+		return "/usr/bin/time"
+	}
+	return ""
+}()
 
 // runOut runs a command and returns its standard output.
 func runOut(name string, args ...string) (string, error) {
