@@ -111,8 +111,7 @@ func listLogByName(ctx context.Context, s Storage, from int64) (l *logListing, o
 	if err != nil && !errors.Is(err, ErrNotExist) {
 		return nil, true, err
 	}
-	l, err = listingOfNames(ctx, s, from, names)
-	return l, true, err
+	return listingOfNames(from, names), true, nil
 }
 
 // versionPrefixFrom is the first name a listing from version from needs.
@@ -155,27 +154,16 @@ func listingOfObjects(from int64, objs []ObjectInfo) *logListing {
 }
 
 // listingOfNames classifies a name listing. Nothing is stat-ed: sizes and
-// times are learnt when needed (fillTime, fillTimes, statOwnCommit).
-func listingOfNames(ctx context.Context, s Storage, from int64, names []string) (*logListing, error) {
-	l := &logListing{from: from, commits: &commitIndex{}, checkpt: map[int64][]LogFile{}, maxV: -1, byName: true}
-	for _, n := range names {
-		f, ok := ParseLogName(n)
-		if !ok || f.Version < from {
-			continue
-		}
-		f.Key = LogDir + n
-		switch f.Kind {
-		case KindCommit:
-			l.commits.add(f)
-			l.maxV = max(l.maxV, f.Version)
-		case KindCheckpoint, KindMultiPartCheckpt, KindUUIDCheckpoint:
-			// Size unknown (0): the reader reads the whole file, as it
-			// does anyway, and a missing one marks the checkpoint bad.
-			l.checkpt[f.Version] = append(l.checkpt[f.Version], f)
-		}
+// times are learnt when needed (fillTime, fillTimes, statOwnCommit), and a
+// checkpoint of unknown size is read whole, as it is anyway.
+func listingOfNames(from int64, names []string) *logListing {
+	objs := make([]ObjectInfo, len(names))
+	for i, n := range names {
+		objs[i].Key = LogDir + n
 	}
-	l.commits.finish()
-	return l, nil
+	l := listingOfObjects(from, objs)
+	l.byName = true
+	return l
 }
 
 // fillTime makes sure commit entry i's size and time are known, stat-ing
