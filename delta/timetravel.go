@@ -186,13 +186,9 @@ const ictPrefix = 8 << 10
 
 // firstLine returns the first line of a commit file.
 func (t *Table) firstLine(ctx context.Context, f LogFile) ([]byte, error) {
-	if c, ok := t.commits.Peek(commitKey{t, f.Version}); ok && c.file.Key == f.Key {
-		for _, a := range c.actions {
-			if a.CommitInfo != nil {
-				return json.Marshal(map[string]json.RawMessage{"commitInfo": a.CommitInfo})
-			}
-			break
-		}
+	if c, ok := t.commits.Peek(commitKey{t, f.Version}); ok && c.file.Key == f.Key && len(c.actions) > 0 && c.actions[0].CommitInfo != nil {
+		// Parsed already: its first action, as the file's first line.
+		return json.Marshal(map[string]json.RawMessage{"commitInfo": c.actions[0].CommitInfo})
 	}
 	rc, err := t.store.ReadRange(ctx, f.Key, 0, ictPrefix)
 	if err != nil {

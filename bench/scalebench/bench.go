@@ -245,12 +245,6 @@ var timeBin = func() string {
 	return ""
 }()
 
-// runOut runs a command and returns its standard output.
-func runOut(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).Output()
-	return string(out), err
-}
-
 func dropCaches() {
 	syscall.Sync()
 	os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0)
