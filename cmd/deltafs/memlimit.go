@@ -44,9 +44,10 @@ var followInterval = 2 * time.Second
 // alone (the collector would run back to back), and a mount that keeps
 // no snapshot keeps the tight limit. It returns a function that stops it.
 func followSnapshotMemory(base int64, used func() int64) (stop func()) {
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
+	tick := time.NewTicker(followInterval)
 	go func() {
-		tick := time.NewTicker(followInterval)
+		defer close(exited)
 		defer tick.Stop()
 		for {
 			select {
@@ -57,5 +58,5 @@ func followSnapshotMemory(base int64, used func() int64) (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() { close(done); <-exited }
 }
