@@ -126,7 +126,11 @@ func mountTimed(dir string, raw fuse.RawFileSystem, opts *fuse.MountOptions, m *
 	}
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
-		return nil, err // as gofs.Mount: the serve loop ends with the failed mount
+		// The kernel may hold the mount although the first request
+		// failed (a regular file as mountpoint): undo it, or a dead mount
+		// (ENOTCONN) stays until unmounted by hand.
+		srv.Unmount()
+		return nil, err
 	}
 	return srv, nil
 }

@@ -74,6 +74,9 @@ func runMount(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkMountpoint(cfg.Mountpoint); err != nil {
+		return err
+	}
 	if f.daemon && !isDaemonChild() {
 		return daemonize(args, f.logFile)
 	}
@@ -265,6 +268,9 @@ func runUnmount(ctx context.Context, args []string) error {
 		flags.Usage()
 		return errUsage
 	}
+	if err := checkUnmount(pos[0]); err != nil {
+		return err
+	}
 	return unmountPath(pos[0], *lazy)
 }
 
@@ -276,6 +282,9 @@ func unmountPath(dir string, lazy bool) error {
 			flags = syscall.MNT_DETACH
 		}
 		if err := syscall.Unmount(dir, flags); err != nil {
+			if errors.Is(err, syscall.EBUSY) {
+				return fmt.Errorf("unmount %s: busy (files are open or a process works in it): close them, or detach now with --lazy", dir)
+			}
 			return fmt.Errorf("unmount %s: %w", dir, err)
 		}
 		return nil
@@ -290,7 +299,11 @@ func unmountPath(dir string, lazy bool) error {
 		if errors.As(err, &ee) {
 			return fmt.Errorf("unmount %s: fusermount3 not found (install fuse3): %w", dir, err)
 		}
-		return fmt.Errorf("unmount %s: %v: %s", dir, err, strings.TrimSpace(string(out)))
+		msg := strings.TrimSpace(string(out))
+		if strings.Contains(msg, "busy") && !lazy {
+			msg += " (close the open files, or detach now with --lazy)"
+		}
+		return fmt.Errorf("unmount %s: %v: %s", dir, err, msg)
 	}
 	return nil
 }

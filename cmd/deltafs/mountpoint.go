@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// mountInfo describes the mount holding a path: where it is mounted and
+// its type ("fuse.deltafs", "tmpfs", ...). found is false where the
+// system does not say (no /proc/self/mountinfo).
+type mountInfo struct {
+	point, fstype string
+	found         bool
+}
+
+const deltafsType = "fuse.deltafs"
+
+// checkMountpoint refuses a mountpoint that would fail or surprise:
+// missing, not a directory, already a mount point (mounting would hide
+// what is there, as fusermount's nonempty rule warned) or inside a deltafs
+// mount (a mount stacked in its own snapshots).
+func checkMountpoint(dir string) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("mountpoint %s does not exist (create it with mkdir -p %s)", dir, dir)
+	}
+	if errors.Is(err, syscall.ENOTCONN) {
+		return fmt.Errorf("mountpoint %s: %w (a deltafs that died? clear it with deltafs unmount --lazy %s)", dir, err, dir)
+	}
+	if err != nil {
+		return fmt.Errorf("mountpoint %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("mountpoint %s is not a directory", dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	m, err := mountOf(abs)
+	if err != nil || !m.found {
+		return err
+	}
+	if m.point == abs {
+		return fmt.Errorf("mountpoint %s is already a mount point (%s): unmount it first, or choose another directory", dir, m.fstype)
+	}
+	if m.fstype == deltafsType {
+		return fmt.Errorf("mountpoint %s is inside the deltafs mount at %s: choose a directory outside it", dir, m.point)
+	}
+	return nil
+}
+
+// checkUnmount refuses to unmount dir unless it is a deltafs mount point.
+func checkUnmount(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	m, err := mountOf(abs)
+	if err != nil || !m.found {
+		return err
+	}
+	if m.point != abs {
+		return fmt.Errorf("unmount %s: not mounted (it is a directory of the %s mount at %s)", dir, m.fstype, m.point)
+	}
+	if m.fstype != deltafsType {
+		return fmt.Errorf("unmount %s: it is a %s mount, not deltafs: refusing (use umount for it)", dir, m.fstype)
+	}
+	return nil
+}
