@@ -142,3 +142,18 @@ func TestErrorsNameTableAndCause(t *testing.T) {
 		}
 	}
 }
+
+// Help asked for goes to stdout with exit 0; a bad flag prints it to
+// stderr and fails.
+func TestHelpToStdout(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"mount", "--help"}, {"unmount", "-h"}, {"ls", "--help"}, {"history", "-help"}, {"append", "--help"}, {"demo", "--help"}} {
+		out, errOut, code := deltafs(t, args...)
+		if code != 0 || !strings.Contains(out, "Usage") || errOut != "" {
+			t.Errorf("%v: exit %d, stdout %d bytes (Usage: %v), stderr %q; want help on stdout, exit 0", args, code, len(out), strings.Contains(out, "Usage"), errOut)
+		}
+	}
+	out, errOut, code := deltafs(t, "ls", "--no-such-flag")
+	if code == 0 || out != "" || !strings.Contains(errOut, "no-such-flag") || !strings.Contains(errOut, "Usage") {
+		t.Errorf("bad flag: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -85,11 +86,11 @@ func startProfile(path string) (stop func()) {
 
 func run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		printUsage()
+		printUsage(os.Stderr)
 		return 2
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printUsage()
+		printUsage(os.Stdout)
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "version" {
@@ -99,6 +100,9 @@ func run(ctx context.Context, args []string) int {
 	for _, c := range commands {
 		if c.name == args[0] {
 			if err := c.run(ctx, args[1:]); err != nil {
+				if err == errHelp {
+					return 0
+				}
 				if err != errUsage {
 					fmt.Fprintf(os.Stderr, "deltafs %s: %v\n", c.name, err)
 				}
@@ -108,14 +112,14 @@ func run(ctx context.Context, args []string) int {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "deltafs: unknown command %q\n\n", args[0])
-	printUsage()
+	printUsage(os.Stderr)
 	return 2
 }
 
-func printUsage() {
+func printUsage(w io.Writer) {
 	list := ""
 	for _, c := range commands {
 		list += fmt.Sprintf("  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(os.Stderr, usage, list)
+	fmt.Fprintf(w, usage, list)
 }

@@ -15,23 +15,38 @@ import (
 // errUsage reports a usage error already printed by the flag set.
 var errUsage = errors.New("usage")
 
+// errHelp reports help asked for and printed: the command exits 0.
+var errHelp = errors.New("help")
+
 // newFlags returns a flag set whose --help prints the usage text and
 // examples of a command.
 func newFlags(name, args, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: deltafs %s [flags] %s\n\n%s\nFlags:\n", name, args, help)
-		printFlags(os.Stderr, fs)
+		fmt.Fprintf(fs.Output(), "Usage: deltafs %s [flags] %s\n\n%s\nFlags:\n", name, args, help)
+		printFlags(fs.Output(), fs)
 	}
 	return fs
 }
 
 // parseFlags parses flags that may come before or after the positional
-// arguments (deltafs ls URL --json).
+// arguments (deltafs ls URL --json). Asked for (-h, --help), the help
+// goes to stdout and the command exits 0 (errHelp); after a bad flag it
+// goes to stderr.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); err == flag.ErrHelp {
+			out := fs.Output()
+			fs.SetOutput(os.Stdout)
+			usage()
+			fs.SetOutput(out)
+			return nil, errHelp
+		} else if err != nil {
+			usage()
 			return nil, errUsage
 		}
 		args = fs.Args()
