@@ -16,9 +16,13 @@ type LiveFile struct {
 	// Key is the storage key of the data (the add path, URI-decoded).
 	Key string
 	// PartitionValues maps logical partition column names to values
-	// (nil = null).
+	// (nil = null). It may be shared: do not modify it.
 	PartitionValues map[string]*string
 }
+
+// noPartitionValues is the PartitionValues of every file of an
+// unpartitioned table (LiveFile maps are read-only).
+var noPartitionValues = map[string]*string{}
 
 // LiveFiles returns the snapshot's live files with decoded keys and
 // logical partition values, in log order.
@@ -52,6 +56,9 @@ func (s *Snapshot) liveFile(a *Add, names map[string]string) (LiveFile, error) {
 	if err != nil {
 		return LiveFile{}, &LogError{Table: s.table.name, Version: s.version, Key: a.Path, Err: err}
 	}
+	if len(names) == 0 { // unpartitioned: one shared empty map, not one a file
+		return LiveFile{Add: a, Key: key, PartitionValues: noPartitionValues}, nil
+	}
 	pv := make(map[string]*string, len(names))
 	for logical, physical := range names {
 		pv[logical] = a.PartitionValues[physical]
@@ -60,8 +67,14 @@ func (s *Snapshot) liveFile(a *Add, names map[string]string) (LiveFile, error) {
 }
 
 // partitionNames maps each logical partition column to the physical name
-// that keys add.partitionValues.
+// that keys add.partitionValues. Computed once per snapshot (LiveFileOf
+// asks for every file served); the map must not be modified.
 func (s *Snapshot) partitionNames() (map[string]string, error) {
+	s.pnOnce.Do(func() { s.pn, s.pnErr = s.computePartitionNames() })
+	return s.pn, s.pnErr
+}
+
+func (s *Snapshot) computePartitionNames() (map[string]string, error) {
 	md := s.Metadata()
 	out := make(map[string]string, len(md.PartitionColumns))
 	if len(md.PartitionColumns) == 0 {

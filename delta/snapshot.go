@@ -28,6 +28,10 @@ type Snapshot struct {
 	schema     *StructType
 	schemaErr  error
 
+	pnOnce sync.Once
+	pn     map[string]string // logical partition column -> physical name
+	pnErr  error
+
 	memoOnce sync.Once
 	memo     any
 	memoErr  error
