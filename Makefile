@@ -41,7 +41,7 @@ bench-scale: build ## scale benchmark on generated tables (DELTAFS_SCALE_SIZE=fu
 	$(GO) build -o bin/scalebench ./bench/scalebench
 	DELTAFS_BIN=bin/deltafs bin/scalebench
 
-lint: ## gofmt check, go vet, staticcheck (pinned); reports all findings
+lint: ## gofmt check, go vet, staticcheck (pinned), cross-builds (linux amd64/arm64, darwin arm64); reports all findings
 	bash scripts/install-tools.sh staticcheck
 	PKGS='$(PKGS)' bash scripts/lint.sh
 

@@ -193,7 +193,7 @@ func identityOf(fi os.FileInfo) (fileIdentity, bool) {
 	if !ok {
 		return fileIdentity{}, false
 	}
-	return fileIdentity{ino: int64(st.Ino), size: fi.Size(), ctime: st.Ctim}, true
+	return fileIdentity{ino: int64(st.Ino), size: fi.Size(), ctime: statCtime(st)}, true
 }
 
 // renameFor returns the footer rename from physical to logical names of a

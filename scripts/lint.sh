@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lints the module: gofmt -l, go vet, staticcheck (pinned; `make lint`
-# installs it first). Runs every check even when one fails, so one run shows
+# installs it first), and builds it for linux/amd64, linux/arm64 and
+# darwin/arm64. Runs every check even when one fails, so one run shows
 # all findings; exits non-zero if any check failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,6 +21,13 @@ go vet $pkgs || failed+=(vet)
 
 echo "== staticcheck $pkgs"
 staticcheck $pkgs || failed+=(staticcheck)
+
+# The platforms people install on keep building (macOS with macFUSE is
+# untested; Linux-only benchmarks carry a linux build tag).
+for target in linux/amd64 linux/arm64 darwin/arm64; do
+  echo "== go build ./... for $target"
+  GOOS=${target%/*} GOARCH=${target#*/} go build ./... || failed+=("build-$target")
+done
 
 if ((${#failed[@]})); then
   echo "lint: FAILED: ${failed[*]}"

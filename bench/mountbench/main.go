@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command mountbench measures a deltafs mount against native reads and
 // go-fuse's loopback on generated tables, and prints every figure as a
 // ratio to a baseline measured in the same run, with the targets of the

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command objstorebench measures a deltafs mount of tables in S3 (a local
 // versitygw, started here) against direct reads of the same objects with
 // gocloud's S3 reader, and prints every figure as a ratio to a baseline

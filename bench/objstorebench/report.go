@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import "github.com/deltafs/deltafs/bench/internal/report"

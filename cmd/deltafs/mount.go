@@ -279,7 +279,7 @@ func unmountPath(dir string, lazy bool) error {
 	if os.Geteuid() == 0 {
 		flags := 0
 		if lazy {
-			flags = syscall.MNT_DETACH
+			flags = detachFlag
 		}
 		if err := syscall.Unmount(dir, flags); err != nil {
 			if errors.Is(err, syscall.EBUSY) {

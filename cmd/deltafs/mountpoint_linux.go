@@ -5,7 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
+
+// detachFlag makes umount2 detach a busy mount now (--lazy).
+const detachFlag = syscall.MNT_DETACH
 
 // mountOf reads /proc/self/mountinfo for the mount holding abs (an
 // absolute path): the longest mount point that is abs or a parent of it,

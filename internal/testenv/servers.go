@@ -74,7 +74,7 @@ func (s *Server) Start() {
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Env = append(os.Environ(), s.procEnv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = serverProcAttr()
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("testenv: start %s: %v", s.argv[0], err)
 	}

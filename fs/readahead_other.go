@@ -1,0 +1,7 @@
+//go:build !linux
+
+package fs
+
+// raiseReadAhead does nothing here: the read-ahead knob is Linux's
+// /sys/class/bdi.
+func (s *Server) raiseReadAhead() {}

@@ -1,0 +1,5 @@
+package fs
+
+import "syscall"
+
+func statCtime(st *syscall.Stat_t) syscall.Timespec { return st.Ctim }
