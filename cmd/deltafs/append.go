@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -36,6 +37,11 @@ func (p partitionFlag) Set(s string) error {
 	col, v, ok := strings.Cut(s, "=")
 	if !ok || col == "" {
 		return fmt.Errorf("want col=value, got %q", s)
+	}
+	for k := range p {
+		if strings.EqualFold(k, col) {
+			return fmt.Errorf("partition column %s given twice", col)
+		}
 	}
 	p[col] = &v
 	return nil
@@ -87,9 +93,58 @@ func appendFiles(ctx context.Context, c *writeback.Committer, paths []string, fl
 		if len(flags) == 0 && len(cols) > 0 {
 			pv = hivePartitionValues(p, cols)
 		}
+		if err := checkPartitionValues(p, pv, cols, len(flags) > 0); err != nil {
+			return nil, err
+		}
 		out = append(out, writeback.File{LocalPath: p, Name: filepath.Base(p), PartitionValues: pv})
 	}
 	return out, nil
+}
+
+// checkPartitionValues names every partition column without a value and
+// every value for a column that is not one, in the terms of the command
+// line (--partition col=VALUE, or col=VALUE/ directories).
+func checkPartitionValues(path string, pv map[string]*string, cols []*delta.StructField, fromFlags bool) error {
+	var missing, unknown, names []string
+	for _, f := range cols {
+		names = append(names, f.Name)
+		found := false
+		for k := range pv {
+			found = found || strings.EqualFold(k, f.Name)
+		}
+		if !found {
+			missing = append(missing, "--partition "+f.Name+"=VALUE")
+		}
+	}
+	for k := range pv {
+		known := false
+		for _, f := range cols {
+			known = known || strings.EqualFold(k, f.Name)
+		}
+		if !known {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(missing) == 0 && len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	var why []string
+	if len(missing) > 0 {
+		hint := "give " + strings.Join(missing, " ")
+		if !fromFlags {
+			hint += ", or keep the file under col=VALUE/ directories"
+		}
+		why = append(why, "missing partition values: "+hint)
+	}
+	if len(unknown) > 0 {
+		why = append(why, "not partition columns of the table: "+strings.Join(unknown, ", "))
+	}
+	partCols := "none"
+	if len(names) > 0 {
+		partCols = strings.Join(names, ", ")
+	}
+	return fmt.Errorf("%s: %s (partition columns: %s)", path, strings.Join(why, "; "), partCols)
 }
 
 // hivePartitionValues reads col=value directory names of path whose column

@@ -90,3 +90,33 @@ func TestAppendCommandRefusesBadFile(t *testing.T) {
 		t.Errorf("history has %d versions after a refused append, want 2", n)
 	}
 }
+
+// Partition mistakes are reported all at once, in command-line terms,
+// and a column given twice is refused; nothing is committed.
+func TestAppendPartitionMistakes(t *testing.T) {
+	table := testenv.CopyFixture(t, "dat/basic_partitioned")
+	file := filepath.Join(t.TempDir(), "a.parquet")
+	writeRows(t, file, one(1))
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{file}, []string{"--partition letter=VALUE", "col=VALUE/"}},
+		{[]string{"--partition", "country=fr", file}, []string{"--partition letter=VALUE", "country"}},
+		{[]string{"--partition", "letter=a", "--partition", "Letter=b", file}, []string{"given twice"}},
+	} {
+		_, errOut, code := deltafs(t, append([]string{"append", table}, c.args...)...)
+		if code == 0 {
+			t.Errorf("%v: exit 0, want a refusal", c.args)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr %q does not say %q", c.args, errOut, w)
+			}
+		}
+	}
+	out, _, _ := deltafs(t, "history", table, "--json")
+	if n := len(jsonLines(t, out)); n != 2 {
+		t.Errorf("%d versions after refusals, want 2", n)
+	}
+}
