@@ -264,7 +264,11 @@ func startLoadMount(t *testing.T, bin string, plan loadPlan, tables []*loadTable
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); syscall.Unmount(mnt, syscall.MNT_DETACH) })
 	lines := bufio.NewScanner(stderr)
-	want := fmt.Sprintf("deltafs: mounted %d tables at %s", len(tables), mnt)
+	word := "tables"
+	if len(tables) == 1 {
+		word = "table"
+	}
+	want := fmt.Sprintf("deltafs: mounted %d %s at %s", len(tables), word, mnt)
 	for lines.Scan() && !strings.Contains(lines.Text(), want) {
 		t.Log(lines.Text())
 	}

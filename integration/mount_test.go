@@ -493,7 +493,7 @@ func TestMountSIGTERM(t *testing.T) {
 	lines := bufio.NewScanner(stderr)
 	ready := false
 	for !ready && lines.Scan() {
-		ready = strings.Contains(lines.Text(), "deltafs: mounted 1 tables at "+mnt)
+		ready = strings.Contains(lines.Text(), "deltafs: mounted 1 table at "+mnt)
 	}
 	if !ready {
 		t.Fatal("no ready message on stderr")

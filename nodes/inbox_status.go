@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -53,15 +54,13 @@ func (l *statusLog) add(e StatusEvent) {
 func (l *statusLog) jsonl() []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := []byte{}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // errors say <value>, not \u003cvalue\u003e
 	for _, e := range l.events {
-		line, err := json.Marshal(e)
-		if err != nil {
-			continue // cannot happen: plain fields
-		}
-		out = append(append(out, line...), '\n')
+		_ = enc.Encode(e) // cannot fail: plain fields; one line each
 	}
-	return out
+	return out.Bytes()
 }
 
 // InboxInfoFile is a read-only file of the inbox root whose content is

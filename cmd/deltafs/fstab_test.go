@@ -92,7 +92,7 @@ func TestFstabHelperMountsAndUnmounts(t *testing.T) {
 		t.Errorf("mount process %d still running after unmount", pid)
 	}
 	log, _ := os.ReadFile(logFile)
-	for _, w := range []string{"mounted 1 tables at " + mnt, "unmounted " + mnt} {
+	for _, w := range []string{"mounted 1 table at " + mnt, "unmounted " + mnt} {
 		if !strings.Contains(string(log), w) {
 			t.Errorf("log file lacks %q:\n%s", w, log)
 		}

@@ -202,7 +202,7 @@ func serveMount(ctx context.Context, cfg fs.Config, f *mountFlags) (err error) {
 	for name, reason := range srv.Refused() {
 		fmt.Fprintf(out, "deltafs: table %s refused: %v\n", name, reason)
 	}
-	fmt.Fprintf(out, "deltafs: mounted %d tables at %s\n", len(srv.Tables()), cfg.Mountpoint)
+	fmt.Fprintf(out, "deltafs: mounted %s at %s\n", tablesCount(len(srv.Tables())), cfg.Mountpoint)
 	notifyReady(nil)
 	go func() {
 		<-ctx.Done()
@@ -318,4 +318,12 @@ func parseUmask(s string) (uint32, error) {
 		return 0, fmt.Errorf("%q is not an octal umask of at most 777", s)
 	}
 	return uint32(n), nil
+}
+
+// tablesCount says "1 table", "3 tables".
+func tablesCount(n int) string {
+	if n == 1 {
+		return "1 table"
+	}
+	return fmt.Sprintf("%d tables", n)
 }

@@ -21,3 +21,12 @@ func TestUmaskFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestTablesCount(t *testing.T) {
+	if got := tablesCount(1); got != "1 table" {
+		t.Errorf("tablesCount(1) = %q", got)
+	}
+	if got := tablesCount(3); got != "3 tables" {
+		t.Errorf("tablesCount(3) = %q", got)
+	}
+}
