@@ -57,8 +57,7 @@ func runAppend(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) < 2 {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "want a table URL and at least one FILE")
 	}
 	t, closeFn, err := openTable(ctx, pos[0])
 	if err != nil {

@@ -157,3 +157,22 @@ func TestHelpToStdout(t *testing.T) {
 		t.Errorf("bad flag: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// Wrong arguments say what is wrong before the usage.
+func TestUsageSaysWhatIsMissing(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ls"}, "want one table URL"},
+		{[]string{"history"}, "want one table URL"},
+		{[]string{"append", "/t"}, "at least one FILE"},
+		{[]string{"mount"}, "want SOURCE... MOUNTPOINT"},
+		{[]string{"unmount"}, "want one MOUNTPOINT"},
+	} {
+		_, errOut, code := deltafs(t, c.args...)
+		if code == 0 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "Usage") {
+			t.Errorf("%v: exit %d, stderr %q; want %q and the usage", c.args, code, errOut, c.want)
+		}
+	}
+}

@@ -43,8 +43,7 @@ func runDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) != 0 {
-		flags.Usage()
-		return errUsage
+		return usageError(flags, "takes no arguments, got %q", pos)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -27,8 +27,7 @@ func runHistory(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "want one table URL, got %d arguments", len(pos))
 	}
 	t, closeFn, err := openTable(ctx, pos[0])
 	if err != nil {

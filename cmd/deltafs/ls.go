@@ -44,8 +44,7 @@ func runLs(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "want one table URL[@SPEC], got %d arguments", len(pos))
 	}
 	location, specText := splitSpec(pos[0])
 	spec, err := delta.ParseSpec(specText)

@@ -69,7 +69,7 @@ func runMount(ctx context.Context, args []string) error {
 	}
 	cfg, err := f.resolve(flags, pos)
 	if errors.Is(err, errUsage) {
-		flags.Usage()
+		return usageError(flags, "want SOURCE... MOUNTPOINT, or --config FILE with tables and a mountpoint")
 	}
 	if err != nil {
 		return err
@@ -265,8 +265,7 @@ func runUnmount(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		flags.Usage()
-		return errUsage
+		return usageError(flags, "want one MOUNTPOINT, got %d arguments", len(pos))
 	}
 	if err := checkUnmount(pos[0]); err != nil {
 		return err

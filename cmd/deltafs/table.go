@@ -29,6 +29,14 @@ func newFlags(name, args, help string) *flag.FlagSet {
 	return fs
 }
 
+// usageError says what is wrong with the arguments, then prints the
+// usage (both on stderr).
+func usageError(fs *flag.FlagSet, format string, args ...any) error {
+	fmt.Fprintf(fs.Output(), "deltafs %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return errUsage
+}
+
 // parseFlags parses flags that may come before or after the positional
 // arguments (deltafs ls URL --json). Asked for (-h, --help), the help
 // goes to stdout and the command exits 0 (errHelp); after a bad flag it
