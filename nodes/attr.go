@@ -49,10 +49,15 @@ func fillAttr(a *fuse.Attr, ino uint64, mode uint32, size int64, mtime time.Time
 	if mode&syscall.S_IFDIR != 0 {
 		a.Nlink = 2
 	}
-	if !mtime.IsZero() {
-		a.SetTimes(&mtime, &mtime, &mtime)
+	if mtime.IsZero() {
+		mtime = started // the root, status files, inbox/, @<time> links
 	}
+	a.SetTimes(&mtime, &mtime, &mtime)
 }
+
+// started is when this process started: the time of the entries that have
+// no commit of their own, instead of 1970-01-01.
+var started = time.Now()
 
 const (
 	modeDir     = syscall.S_IFDIR | 0o555

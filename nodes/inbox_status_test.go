@@ -3,6 +3,9 @@ package nodes
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // Errors in _status.jsonl read as written: no HTML escapes of < > &.
@@ -12,5 +15,15 @@ func TestStatusLogNoHTMLEscapes(t *testing.T) {
 	got := string(l.jsonl())
 	if !strings.Contains(got, "region=<value>") || !strings.Contains(got, "a&b.parquet") || !strings.HasSuffix(got, "}\n") || strings.Count(got, "\n") != 1 {
 		t.Errorf("status line %q: want <value> and & unescaped, one line", got)
+	}
+}
+
+// Entries without a commit time (the root, status files, inbox/, @<time>
+// links) carry the mount's start time, not 1970-01-01.
+func TestFillAttrNoZeroTime(t *testing.T) {
+	var a fuse.Attr
+	fillAttr(&a, 1, modeDir, 0, time.Time{})
+	if a.Mtime == 0 || a.Ctime == 0 || int64(a.Mtime) != started.Unix() {
+		t.Errorf("mtime %d ctime %d, want the start time %d", a.Mtime, a.Ctime, started.Unix())
 	}
 }
