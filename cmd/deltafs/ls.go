@@ -17,6 +17,10 @@ import (
 const lsHelp = `List the live data files of a table at a version: the files a reader of that
 version reads, with their row counts after deletion vectors.
 
+STORED is the size of the file in the table (JSON: size). A mount serves a
+file with deleted rows rewritten without them, so ls -l there shows a
+different size for it.
+
 SPEC is latest (default), vN, or a time: 2026-05-01 (UTC midnight),
 2026-05-01T14:30:00Z, 2026-05-01T16:30:00+02:00 or 20260501143000000.
 
@@ -108,7 +112,7 @@ func eachLsEntry(ctx context.Context, snap *delta.Snapshot, fn func(lsEntry) err
 // for any size and row count) so that lines go out as they are made.
 func printLs(ctx context.Context, w *bufio.Writer, snap *delta.Snapshot) error {
 	var rows, size, files int64
-	fmt.Fprintf(w, "%14s  %12s  %10s  %s\n", "SIZE", "ROWS", "DELETED", "PATH")
+	fmt.Fprintf(w, "%14s  %12s  %10s  %s\n", "STORED", "ROWS", "DELETED", "PATH")
 	err := eachLsEntry(ctx, snap, func(e lsEntry) error {
 		rows, size, files = rows+e.Rows, size+e.Size, files+1
 		_, err := fmt.Fprintf(w, "%14d  %12d  %10d  %s%s\n", e.Size, e.Rows, e.DeletedRows, e.Path, partitionSuffix(e.PartitionValues))
@@ -117,7 +121,7 @@ func printLs(ctx context.Context, w *bufio.Writer, snap *delta.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "version %d: %d files, %d rows, %d bytes\n", snap.Version(), files, rows, size)
+	_, err = fmt.Fprintf(w, "version %d: %d files, %d rows, %d bytes stored\n", snap.Version(), files, rows, size)
 	return err
 }
 
