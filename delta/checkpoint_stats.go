@@ -238,6 +238,12 @@ func decimalJSON(kind parquet.Kind, v parquet.Value, scale int) (any, bool) {
 	default:
 		return nil, false
 	}
+	return json.Number(DecimalText(n, scale)), true
+}
+
+// DecimalText renders the decimal unscaled * 10^-scale as plain text
+// ("-0.05" for -5 at scale 2), as Delta statistics write decimals.
+func DecimalText(n *big.Int, scale int) string {
 	s := new(big.Int).Abs(n).String()
 	if scale > 0 {
 		if len(s) <= scale {
@@ -248,5 +254,5 @@ func decimalJSON(kind parquet.Kind, v parquet.Value, scale int) (any, bool) {
 	if n.Sign() < 0 {
 		s = "-" + s
 	}
-	return json.Number(s), true
+	return s
 }

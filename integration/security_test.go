@@ -176,7 +176,7 @@ func asUser(uid, gid uint32, argv ...string) error {
 // the kernel enforces the modes, owner and group deltafs reports.
 func TestPermissions(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to run commands as other users")
+		testenv.Skip(t, "needs root to run commands as other users")
 	}
 	fixture := testenv.Fixture(t, fixtureAppend)
 	t.Run("private by default", func(t *testing.T) {

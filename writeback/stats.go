@@ -246,7 +246,7 @@ func encodeValue(l statLeaf, v []byte, isMax bool, prefixLen int) (any, bool) {
 		if n == nil {
 			return nil, false
 		}
-		return json.Number(decimalText(n, d.Scale)), true
+		return json.Number(delta.DecimalText(n, d.Scale)), true
 	}
 	switch el.Type.V {
 	case format.Int32:
@@ -333,21 +333,6 @@ func decimalUnscaled(t format.Type, v []byte) *big.Int {
 		return bigOf(v)
 	}
 	return nil
-}
-
-// decimalText renders unscaled * 10^-scale as plain decimal text.
-func decimalText(n *big.Int, scale int) string {
-	s := new(big.Int).Abs(n).String()
-	if scale > 0 {
-		if len(s) <= scale {
-			s = strings.Repeat("0", scale-len(s)+1) + s
-		}
-		s = s[:len(s)-scale] + "." + s[len(s)-scale:]
-	}
-	if n.Sign() < 0 {
-		s = "-" + s
-	}
-	return s
 }
 
 // truncateMin returns the first prefixLen characters (Spark: a prefix is

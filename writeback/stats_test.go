@@ -43,8 +43,8 @@ func TestDecimalText(t *testing.T) {
 		scale int
 		want  string
 	}{{12345, 2, "123.45"}, {-250, 2, "-2.50"}, {5, 3, "0.005"}, {-5, 1, "-0.5"}, {7, 0, "7"}} {
-		if got := decimalText(big.NewInt(tc.n), tc.scale); got != tc.want {
-			t.Errorf("decimalText(%d, %d) = %s, want %s", tc.n, tc.scale, got, tc.want)
+		if got := delta.DecimalText(big.NewInt(tc.n), tc.scale); got != tc.want {
+			t.Errorf("DecimalText(%d, %d) = %s, want %s", tc.n, tc.scale, got, tc.want)
 		}
 	}
 	if got := bigOf([]byte{0xff, 0x06}); got.Int64() != -250 {

@@ -128,12 +128,8 @@ func statsEdits(b []byte, meta *format.FileMetaData) ([][]statsEdit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read footer statistics: %w", err)
 	}
-	want := 0
-	for i := range meta.RowGroups {
-		want += len(meta.RowGroups[i].Columns)
-	}
-	if seen != want {
-		return nil, fmt.Errorf("%w: footer statistics: %d column chunks, decoded %d", ErrCorrupt, seen, want)
+	if err := checkChunkCount(meta, seen); err != nil {
+		return nil, err
 	}
 	return edits, nil
 }
@@ -228,4 +224,17 @@ func encodeOutputFooter(meta *format.FileMetaData, edits [][]statsEdit) ([]byte,
 	}
 	body = binary.LittleEndian.AppendUint32(body, uint32(len(body)))
 	return append(body, magic...), nil
+}
+
+// checkChunkCount fails with ErrCorrupt unless the footer walk decoded
+// one set of statistics for every column chunk of meta.
+func checkChunkCount(meta *format.FileMetaData, seen int) error {
+	want := 0
+	for i := range meta.RowGroups {
+		want += len(meta.RowGroups[i].Columns)
+	}
+	if seen != want {
+		return fmt.Errorf("%w: footer statistics: %d column chunks, decoded %d", ErrCorrupt, want, seen)
+	}
+	return nil
 }

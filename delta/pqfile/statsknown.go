@@ -61,12 +61,8 @@ func FooterChunkStats(b []byte, meta *format.FileMetaData) ([][]ChunkStats, erro
 	if err != nil {
 		return nil, fmt.Errorf("read footer statistics: %w", err)
 	}
-	want := 0
-	for i := range meta.RowGroups {
-		want += len(meta.RowGroups[i].Columns)
-	}
-	if seen != want {
-		return nil, fmt.Errorf("%w: footer statistics: %d column chunks, decoded %d", ErrCorrupt, seen, want)
+	if err := checkChunkCount(meta, seen); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
