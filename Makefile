@@ -19,13 +19,19 @@ SOAK_TIMEOUT ?= 2h
 MODEL_CHECKS ?= 60
 MODEL_STEPS  ?= 60
 
-.PHONY: help build test bench bench-scale lint tools tools-servers tools-system fuzz soak model demo clean
+.PHONY: help build dist deb-smoke test bench bench-scale lint tools tools-servers tools-system fuzz soak model demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 
 build: ## build bin/deltafs
 	$(GO) build -o bin/deltafs ./cmd/deltafs
+
+dist: ## static linux amd64/arm64 binaries, man page and .deb packages (nfpm, pinned) under dist/; DIST_ARCHES=amd64 for one
+	bash scripts/dist.sh
+
+deb-smoke: ## (root) build the .deb for this machine, dpkg -i it, mount a fixture with mount -t fuse.deltafs, read, unmount, remove
+	bash scripts/deb-smoke.sh
 
 test: ## run all tests with -race (gotestsum when installed); DELTAFS_REQUIRE_ALL=1 turns skips into failures
 	if command -v gotestsum >/dev/null; then \
@@ -66,5 +72,5 @@ model: ## the model-based test of appends and reads, long: MODEL_CHECKS sequence
 demo: build ## mount a generated sample table at demo/mnt and show what to try (Ctrl-C unmounts)
 	bin/deltafs demo --dir $(CURDIR)/demo
 
-clean: ## remove bin/ (keeps measured bench/out/ and installed .tools/)
-	rm -rf bin
+clean: ## remove bin/ and dist/ (keeps measured bench/out/ and installed .tools/)
+	rm -rf bin dist

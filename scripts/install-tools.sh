@@ -4,8 +4,8 @@
 # Idempotent: a tool already installed at its pinned version is skipped.
 #
 # Usage: scripts/install-tools.sh TOOL|GROUP...
-#   tools:  cc fuse3 staticcheck gotestsum duckdb versitygw fake-gcs-server azurite
-#   groups: dev     = staticcheck gotestsum duckdb     (make tools)
+#   tools:  cc fuse3 staticcheck gotestsum nfpm duckdb versitygw fake-gcs-server azurite
+#   groups: dev     = staticcheck gotestsum nfpm duckdb (make tools)
 #           servers = versitygw fake-gcs-server azurite (make tools-servers)
 #           system  = cc fuse3   (apt packages; needs root)
 #           ci      = system + dev
@@ -19,6 +19,7 @@ nodeprefix=$tools/node
 # Pinned versions: change them here only.
 STATICCHECK_VERSION=v0.8.2
 GOTESTSUM_VERSION=v1.13.0
+NFPM_VERSION=v2.48.0         # builds the .deb (make dist)
 VERSITYGW_VERSION=v1.8.0
 FAKE_GCS_VERSION=v1.56.1
 AZURITE_VERSION=3.35.0       # 3.37 needs Node 22
@@ -81,9 +82,10 @@ install_one() {
     gotestsum) go_tool gotestsum gotest.tools/gotestsum gotest.tools/gotestsum "$GOTESTSUM_VERSION" ;;
     versitygw) go_tool versitygw github.com/versity/versitygw/cmd/versitygw github.com/versity/versitygw "$VERSITYGW_VERSION" ;;
     fake-gcs-server) go_tool fake-gcs-server github.com/fsouza/fake-gcs-server github.com/fsouza/fake-gcs-server "$FAKE_GCS_VERSION" ;;
+    nfpm) go_tool nfpm github.com/goreleaser/nfpm/v2/cmd/nfpm github.com/goreleaser/nfpm/v2 "$NFPM_VERSION" ;;
     duckdb) npm_pkg @duckdb/node-api "$DUCKDB_NODE_VERSION" ;;
     azurite) npm_pkg azurite "$AZURITE_VERSION" ;;
-    dev) install_one staticcheck; install_one gotestsum; install_one duckdb ;;
+    dev) install_one staticcheck; install_one gotestsum; install_one nfpm; install_one duckdb ;;
     servers) install_one versitygw; install_one fake-gcs-server; install_one azurite ;;
     system) install_one cc; install_one fuse3 ;;
     ci) install_one system; install_one dev ;;

@@ -65,7 +65,7 @@ func runAppend(ctx context.Context, args []string) error {
 	}
 	defer closeFn()
 	c := writeback.New(t, writeback.Options{
-		EngineInfo: "deltafs/" + version, MaxRetry: *maxRetry, Progress: printProgress,
+		EngineInfo: "deltafs/" + buildVersion().Version, MaxRetry: *maxRetry, Progress: printProgress,
 	})
 	files, err := appendFiles(ctx, c, pos[1:], parts)
 	if err != nil {

@@ -68,7 +68,7 @@ func runDemo(ctx context.Context, args []string) error {
 		Sources:    []fs.Source{{Name: sample.Table, URL: table}},
 		Mountpoint: mnt,
 		CacheDir:   filepath.Join(root, ".cache"),
-		EngineInfo: "deltafs/" + version,
+		EngineInfo: "deltafs/" + buildVersion().Version,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	return serveDemo(ctx, cfg)

@@ -13,9 +13,6 @@ import (
 	"syscall"
 )
 
-// version is the deltafs release, also written as engineInfo in commits.
-var version = "0.1.0-dev"
-
 type command struct {
 	name    string
 	summary string
@@ -94,8 +91,11 @@ func run(ctx context.Context, args []string) int {
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "version" {
-		fmt.Println("deltafs", version)
+		fmt.Print(buildVersion())
 		return 0
+	}
+	if args[0] == manCommand {
+		return runManPage(ctx, args[1:])
 	}
 	for _, c := range commands {
 		if c.name == args[0] {

@@ -167,7 +167,7 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 		CacheDir: f.cacheDir, CacheSize: size, MemoryCacheSize: memSize, SnapshotCacheSize: snapCache, Refresh: f.refresh,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		Debug:      f.debug,
-		EngineInfo: "deltafs/" + version,
+		EngineInfo: "deltafs/" + buildVersion().Version,
 	}, nil
 }
 

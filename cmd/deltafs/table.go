@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -17,6 +18,9 @@ var errUsage = errors.New("usage")
 
 // errHelp reports help asked for and printed: the command exits 0.
 var errHelp = errors.New("help")
+
+// helpOut is where help asked for goes (the man page generator reads it).
+var helpOut io.Writer = os.Stdout
 
 // newFlags returns a flag set whose --help prints the usage text and
 // examples of a command.
@@ -49,7 +53,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err == flag.ErrHelp {
 			out := fs.Output()
-			fs.SetOutput(os.Stdout)
+			fs.SetOutput(helpOut)
 			usage()
 			fs.SetOutput(out)
 			return nil, errHelp
