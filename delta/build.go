@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 )
 
@@ -242,7 +241,7 @@ func (t *Table) findSegment(ctx context.Context, v int64) (*LogSegment, *logList
 			return seg, l, err
 		}
 		if from == 0 {
-			return nil, nil, fmt.Errorf("%w: version %d", ErrVersionNotFound, v)
+			return nil, nil, &VersionNotFoundError{Version: v, Latest: l.latestVersion(), Reason: "no checkpoint at or before it and commit 0 is gone (log cleaned up?)"}
 		}
 		from = max(0, from-window)
 	}

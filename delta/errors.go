@@ -63,6 +63,31 @@ func (e *UnsupportedFeatureError) Error() string {
 // Unwrap returns ErrUnsupportedFeature.
 func (e *UnsupportedFeatureError) Unwrap() error { return ErrUnsupportedFeature }
 
+// VersionNotFoundError reports a version the log cannot give: beyond the
+// latest commit, or before the oldest one still reconstructable. It wraps
+// ErrVersionNotFound; a LogError around it names the table only, so the
+// message says the version once: "table T: version 99 not found (latest
+// is 1)".
+type VersionNotFoundError struct {
+	Version int64
+	Latest  int64  // the latest version, -1 when not known
+	Reason  string // why, when not simply beyond the latest
+}
+
+func (e *VersionNotFoundError) Error() string {
+	msg := fmt.Sprintf("version %d not found", e.Version)
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	if e.Latest >= 0 {
+		msg += fmt.Sprintf(" (latest is %d)", e.Latest)
+	}
+	return msg
+}
+
+// Unwrap returns ErrVersionNotFound.
+func (e *VersionNotFoundError) Unwrap() error { return ErrVersionNotFound }
+
 // LogError locates a problem in the log: the table, the version and the
 // object. It wraps the cause (usually ErrCorruptLog or a storage error).
 type LogError struct {
@@ -76,7 +101,8 @@ func (e *LogError) Error() string {
 	var b strings.Builder
 	b.WriteString("table ")
 	b.WriteString(e.Table)
-	if e.Version >= 0 {
+	var vnf *VersionNotFoundError
+	if e.Version >= 0 && !(errors.As(e.Err, &vnf) && vnf.Version == e.Version) {
 		fmt.Fprintf(&b, " version %d", e.Version)
 	}
 	if e.Key != "" {

@@ -275,7 +275,7 @@ func (l *logListing) completeCheckpoint(v int64) []LogFile {
 // be reconstructed from it, and with ErrCorruptLog on a gap.
 func (l *logListing) segment(v int64, bad map[int64]bool) (*LogSegment, error) {
 	if v > l.latestVersion() {
-		return nil, fmt.Errorf("%w: version %d (latest is %d)", ErrVersionNotFound, v, l.latestVersion())
+		return nil, &VersionNotFoundError{Version: v, Latest: l.latestVersion()}
 	}
 	seg := &LogSegment{Version: v, CheckpointVersion: -1}
 	for cv := v; cv >= l.from; cv-- {
@@ -296,7 +296,7 @@ func (l *logListing) segment(v int64, bad map[int64]bool) (*LogSegment, error) {
 		f, ok := l.commits.get(c)
 		if !ok {
 			if seg.CheckpointVersion < 0 && l.commits.len() > 0 && c == 0 {
-				return nil, fmt.Errorf("%w: version %d: commit 0 is missing and no checkpoint precedes it (log cleaned up?)", ErrVersionNotFound, v)
+				return nil, &VersionNotFoundError{Version: v, Latest: l.latestVersion(), Reason: "commit 0 is missing and no checkpoint precedes it (log cleaned up?)"}
 			}
 			return nil, corruptf("version %d: commit %d is missing (the commits after checkpoint %d are not contiguous)", v, c, seg.CheckpointVersion)
 		}

@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -158,7 +157,11 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 		return VersionInfo{}, err
 	}
 	if !ok {
-		return VersionInfo{}, t.wrap(v, fmt.Errorf("%w: version %d", ErrVersionNotFound, v))
+		nf := &VersionNotFoundError{Version: v, Latest: -1}
+		if latest != nil {
+			nf.Latest = latest.version
+		}
+		return VersionInfo{}, t.wrap(v, nf)
 	}
 	if f.Key != "" && f.ModTime.IsZero() { // listed by name: stat it now
 		o, err := t.store.Stat(ctx, f.Key)

@@ -125,7 +125,7 @@ func TestErrorsNameTableAndCause(t *testing.T) {
 		want []string
 	}{
 		{[]string{"ls", filepath.Join(fx, "delta-rs/simple_table_features/table")}, []string{"simple_table_features", "blahabl"}},
-		{[]string{"ls", filepath.Join(fx, "dat/basic_append/table") + "@v9"}, []string{"basic_append", "version 9", "version not found"}},
+		{[]string{"ls", filepath.Join(fx, "dat/basic_append/table") + "@v9"}, []string{"basic_append/table: version 9 not found (latest is 1)"}},
 		{[]string{"ls", filepath.Join(fx, "dat/basic_append/table") + "@yesterday"}, []string{"yesterday"}},
 		{[]string{"ls", filepath.Join(fx, "delta-kernel-rs/golden-no-delta-log-folder/table")}, []string{"golden-no-delta-log-folder", "not a Delta table"}},
 		{[]string{"history", "/nonexistent/table"}, []string{"/nonexistent/table"}},
