@@ -42,6 +42,7 @@ var (
 // which, like a deletion vector, needs the file rewritten.
 func newDataFile(ref *snapRef, add *delta.Add, p string, mapped bool) *DataFile {
 	d := &DataFile{ref: ref, add: add, path: p}
+	d.ro = roNode{ref.env, &d.Inode}
 	d.rewrite = mapped || add.DeletionVector != nil
 	if d.rewrite {
 		d.size.Store(-1)
@@ -118,7 +119,7 @@ func (d *DataFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrO
 // rewritten ones.
 func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if isWriteOpen(flags) {
-		return nil, 0, errReadOnly
+		return nil, 0, d.ro.refuse("open for writing", "")
 	}
 	c, err := d.openContent(ctx)
 	if err != nil {

@@ -134,6 +134,8 @@ type Env struct {
 	// (FUSE_DIRECT_IO_ALLOW_MMAP), so rewritten files may bypass the FUSE
 	// page cache. Set once the mount is up (SetDirectIO).
 	directIO atomic.Bool
+	// refusals rate-limits the log lines of writes refused with EROFS.
+	refusals refusalLog
 }
 
 // SetDirectIO says whether the kernel granted FUSE_DIRECT_IO_ALLOW_MMAP:

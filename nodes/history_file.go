@@ -57,7 +57,7 @@ func (h *HistoryFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.At
 // Open starts a read of the history up to the newest version known now.
 func (h *HistoryFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if isWriteOpen(flags) {
-		return nil, 0, errReadOnly
+		return nil, 0, h.ro.refuse("open for writing", "")
 	}
 	latest, err := h.dir.current(ctx)
 	if latest == nil {

@@ -8,9 +8,10 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// readOnlyDir answers every mutation of a directory with EROFS. Directory
-// node types embed it after fs.Inode.
-type readOnlyDir struct{}
+// readOnlyDir answers every mutation of a directory with EROFS, logged
+// (rate-limited, see refusals.go) when ro is set. Directory node types
+// embed it after fs.Inode.
+type readOnlyDir struct{ ro roNode }
 
 var (
 	_ = (fs.NodeMkdirer)((*readOnlyDir)(nil))
@@ -24,40 +25,45 @@ var (
 	_ = (fs.NodeSetattrer)((*readOnlyDir)(nil))
 )
 
-func (readOnlyDir) Mkdir(context.Context, string, uint32, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, errReadOnly
+func (d readOnlyDir) Mkdir(_ context.Context, name string, _ uint32, _ *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, d.ro.refuse("mkdir", name)
 }
 
-func (readOnlyDir) Mknod(context.Context, string, uint32, uint32, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, errReadOnly
+func (d readOnlyDir) Mknod(_ context.Context, name string, _, _ uint32, _ *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, d.ro.refuse("mknod", name)
 }
 
-func (readOnlyDir) Create(context.Context, string, uint32, uint32, *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, errReadOnly
+func (d readOnlyDir) Create(_ context.Context, name string, _, _ uint32, _ *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, d.ro.refuse("create", name)
 }
 
-func (readOnlyDir) Symlink(context.Context, string, string, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, errReadOnly
+func (d readOnlyDir) Symlink(_ context.Context, _, name string, _ *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, d.ro.refuse("symlink", name)
 }
 
-func (readOnlyDir) Link(context.Context, fs.InodeEmbedder, string, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, errReadOnly
+func (d readOnlyDir) Link(_ context.Context, _ fs.InodeEmbedder, name string, _ *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, d.ro.refuse("link", name)
 }
 
-func (readOnlyDir) Unlink(context.Context, string) syscall.Errno { return errReadOnly }
-
-func (readOnlyDir) Rmdir(context.Context, string) syscall.Errno { return errReadOnly }
-
-func (readOnlyDir) Rename(context.Context, string, fs.InodeEmbedder, string, uint32) syscall.Errno {
-	return errReadOnly
+func (d readOnlyDir) Unlink(_ context.Context, name string) syscall.Errno {
+	return d.ro.refuse("unlink", name)
 }
 
-func (readOnlyDir) Setattr(context.Context, fs.FileHandle, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno {
-	return errReadOnly
+func (d readOnlyDir) Rmdir(_ context.Context, name string) syscall.Errno {
+	return d.ro.refuse("rmdir", name)
 }
 
-// readOnlyFile answers every mutation of a file (or symlink) with EROFS.
-type readOnlyFile struct{}
+func (d readOnlyDir) Rename(_ context.Context, name string, _ fs.InodeEmbedder, _ string, _ uint32) syscall.Errno {
+	return d.ro.refuse("rename", name)
+}
+
+func (d readOnlyDir) Setattr(context.Context, fs.FileHandle, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno {
+	return d.ro.refuse("setattr", "")
+}
+
+// readOnlyFile answers every mutation of a file (or symlink) with EROFS,
+// logged like readOnlyDir's.
+type readOnlyFile struct{ ro roNode }
 
 var (
 	_ = (fs.NodeSetattrer)((*readOnlyFile)(nil))
@@ -65,15 +71,17 @@ var (
 	_ = (fs.NodeRemovexattrer)((*readOnlyFile)(nil))
 )
 
-func (readOnlyFile) Setattr(context.Context, fs.FileHandle, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno {
-	return errReadOnly
+func (f readOnlyFile) Setattr(context.Context, fs.FileHandle, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno {
+	return f.ro.refuse("setattr", "")
 }
 
-func (readOnlyFile) Setxattr(context.Context, string, []byte, uint32) syscall.Errno {
-	return errReadOnly
+func (f readOnlyFile) Setxattr(context.Context, string, []byte, uint32) syscall.Errno {
+	return f.ro.refuse("setxattr", "")
 }
 
-func (readOnlyFile) Removexattr(context.Context, string) syscall.Errno { return errReadOnly }
+func (f readOnlyFile) Removexattr(context.Context, string) syscall.Errno {
+	return f.ro.refuse("removexattr", "")
+}
 
 // writeFlags are the open flags that would modify a file.
 const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall.O_APPEND

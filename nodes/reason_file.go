@@ -43,7 +43,7 @@ func (r *ReasonFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.Att
 // Open returns the reason as of now.
 func (r *ReasonFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if isWriteOpen(flags) {
-		return nil, 0, errReadOnly
+		return nil, 0, r.ro.refuse("open for writing", "")
 	}
 	return bytesHandle(r.text()), fuse.FOPEN_DIRECT_IO, 0
 }

@@ -25,7 +25,13 @@ var (
 )
 
 // NewRoot returns the root holding tables, which must have distinct names.
-func NewRoot(tables []*TableDir) *RootDir { return &RootDir{tables: tables} }
+func NewRoot(tables []*TableDir) *RootDir {
+	r := &RootDir{tables: tables}
+	if len(tables) > 0 { // the tables share the mount's Env
+		r.ro = roNode{tables[0].env, &r.Inode}
+	}
+	return r
+}
 
 // OnAdd attaches the table directories.
 func (r *RootDir) OnAdd(ctx context.Context) {

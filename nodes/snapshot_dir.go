@@ -77,6 +77,7 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 	out.SetAttrTimeout(d.ref.env.Opts.LongTimeout)
 	if e.add == nil {
 		child := &SnapshotDir{ref: d.ref, dir: p}
+		child.ro = roNode{d.ref.env, &child.Inode}
 		child.fill(&out.Attr)
 		return d.NewInode(ctx, child, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: child.ino()}), 0
 	}

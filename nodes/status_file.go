@@ -87,6 +87,7 @@ var (
 // (may be nil) as its "mount" member. Call it before mounting.
 func (r *RootDir) EnableStatus(extra func() any) {
 	r.status = &StatusFile{tables: r.tables, extra: extra}
+	r.status.ro = roNode{r.ro.env, &r.status.Inode}
 }
 
 // Status returns the mount's status as of now.
@@ -120,7 +121,7 @@ func (s *StatusFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.Att
 // Open returns the status as of now (direct I/O: its size changes).
 func (s *StatusFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if isWriteOpen(flags) {
-		return nil, 0, errReadOnly
+		return nil, 0, s.ro.refuse("open for writing", "")
 	}
 	return bytesHandle(s.content(ctx)), fuse.FOPEN_DIRECT_IO, 0
 }

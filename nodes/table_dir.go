@@ -63,7 +63,9 @@ var (
 
 // NewTableDir returns the directory of table, shown as name.
 func NewTableDir(env *Env, name string, table Table) *TableDir {
-	return &TableDir{env: env, name: name, table: table}
+	d := &TableDir{env: env, name: name, table: table}
+	d.ro = roNode{env, &d.Inode}
+	return d
 }
 
 // Name returns the table's name in the mount.
@@ -229,6 +231,7 @@ func (d *TableDir) snapshotChild(ctx context.Context, info delta.VersionInfo, ou
 	}
 	ref := &snapRef{env: d.env, table: d.table, name: d.name, version: info.Version, mtime: info.ModTime}
 	sd := &SnapshotDir{ref: ref}
+	sd.ro = roNode{d.env, &sd.Inode}
 	sd.fill(&out.Attr)
 	out.SetEntryTimeout(d.env.Opts.LongTimeout)
 	out.SetAttrTimeout(d.env.Opts.LongTimeout)
@@ -256,6 +259,7 @@ func versionName(v int64) string { return "@v" + strconv.FormatInt(v, 10) }
 // latestChild returns the @latest symlink.
 func (d *TableDir) latestChild(ctx context.Context, latest *delta.Snapshot, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	l := &LatestLink{dir: d}
+	l.ro = roNode{d.env, &l.Inode}
 	l.fill(&out.Attr, latest)
 	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
 	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
@@ -265,6 +269,7 @@ func (d *TableDir) latestChild(ctx context.Context, latest *delta.Snapshot, out 
 // timeChild returns the symlink @<timestamp> -> @vN.
 func (d *TableDir) timeChild(ctx context.Context, name string, v int64, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	l := &TimeLink{target: versionName(v)}
+	l.ro = roNode{d.env, &l.Inode}
 	ino := stableIno(kindTimeLink, d.name, v, name)
 	fillAttr(&out.Attr, ino, modeSymlink, int64(len(l.target)), time.Time{})
 	// Short: a time in the future (ENOENT now) or past the last commit
@@ -277,6 +282,7 @@ func (d *TableDir) timeChild(ctx context.Context, name string, v int64, out *fus
 // historyChild returns _history.jsonl.
 func (d *TableDir) historyChild(ctx context.Context, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	h := &HistoryFile{dir: d}
+	h.ro = roNode{d.env, &h.Inode}
 	if errno := h.fill(ctx, &out.Attr); errno != 0 {
 		return nil, errno
 	}
@@ -291,6 +297,7 @@ func (d *TableDir) historyChild(ctx context.Context, out *fuse.EntryOut) (*fs.In
 // reasonChild returns _deltafs_error.txt, saying why the table is refused.
 func (d *TableDir) reasonChild(ctx context.Context, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	r := &ReasonFile{dir: d}
+	r.ro = roNode{d.env, &r.Inode}
 	ino := stableIno(kindReason, d.name, 0, "")
 	fillAttr(&out.Attr, ino, modeFile, int64(len(r.text())), time.Time{})
 	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
