@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/deltafs/deltafs/nodes"
 )
 
 // Source is one SOURCE argument of the mount: a table or a warehouse.
@@ -70,6 +72,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Debug logs every FUSE request.
 	Debug bool
+	// InboxStaleAfter is how long a staged inbox file that will not be
+	// committed (a temporary name never renamed, an empty file) may sit
+	// idle before it is removed (default DefaultInboxStaleAfter,
+	// 1h; negative: never). See nodes.TableDir.SweepInbox.
+	InboxStaleAfter time.Duration
 	// EngineInfo is the commitInfo.engineInfo of inbox commits (default
 	// "deltafs"; the CLI sets "deltafs/<version>").
 	EngineInfo string
@@ -77,8 +84,9 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultCacheSize = 10 << 30
-	DefaultRefresh   = time.Second
+	DefaultCacheSize       = 10 << 30
+	DefaultRefresh         = time.Second
+	DefaultInboxStaleAfter = nodes.DefaultInboxStaleAfter
 )
 
 // withDefaults returns cfg with zero fields filled in, or an error for a

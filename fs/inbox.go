@@ -116,11 +116,15 @@ func (w inboxWriter) PartitionColumns(ctx context.Context) ([]*delta.StructField
 	return w.c.PartitionColumns(ctx)
 }
 
-func (w inboxWriter) Append(ctx context.Context, f nodes.StagedFile) (int64, error) {
+func (w inboxWriter) Append(ctx context.Context, files []nodes.StagedFile) (int64, error) {
 	if w.refuse != nil {
 		return 0, classify(w.refuse)
 	}
-	res, err := w.c.Append(ctx, []writeback.File{{LocalPath: f.LocalPath, Name: f.Name, PartitionValues: f.PartitionValues, Owned: true}})
+	wf := make([]writeback.File, len(files))
+	for i, f := range files {
+		wf[i] = writeback.File{LocalPath: f.LocalPath, Name: f.Name, PartitionValues: f.PartitionValues, Owned: true}
+	}
+	res, err := w.c.Append(ctx, wf)
 	if err != nil {
 		return 0, classify(err)
 	}

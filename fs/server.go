@@ -97,12 +97,13 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 	data := &dataSource{tables: ix, cache: s.cache}
 	mat := &materializer{tables: ix, data: data, cache: s.cache, log: s.cfg.Logger, stats: s.stats}
 	s.env = nodes.NewEnv(data, mat, nodes.Options{
-		Passthrough:  !s.cfg.NoPassthrough,
-		XAttrs:       s.cfg.XAttrs,
-		ShortTimeout: s.cfg.Refresh,
-		Logger:       s.cfg.Logger,
-		Observer:     s.stats,
-		Staging:      stagingBudget{s.cache},
+		Passthrough:     !s.cfg.NoPassthrough,
+		XAttrs:          s.cfg.XAttrs,
+		ShortTimeout:    s.cfg.Refresh,
+		Logger:          s.cfg.Logger,
+		Observer:        s.stats,
+		Staging:         stagingBudget{s.cache},
+		InboxStaleAfter: s.cfg.InboxStaleAfter,
 	})
 	for _, t := range s.tables {
 		d := nodes.NewTableDir(s.env, t.name, t.table)
@@ -188,6 +189,7 @@ func (s *Server) refreshLoop(ctx context.Context) {
 				d.Invalidate()
 			}
 			s.stats.setTable(d) // also after commits, which refresh d themselves
+			d.SweepInbox(time.Now())
 			s.logRefresh(d.Name(), err, &lastErr[i])
 		}
 	}

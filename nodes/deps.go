@@ -100,7 +100,16 @@ type Options struct {
 	// files: each write that grows a staged file reserves its growth,
 	// and a file's bytes are given back when it leaves the inbox.
 	Staging Budget
+	// InboxStaleAfter: a staged file not committed (a temporary name, or
+	// empty) and not written, truncated or renamed for this long, with
+	// no open write handle, is removed without a commit, and so is an
+	// empty scratch directory (SweepInbox). Zero means
+	// DefaultInboxStaleAfter; negative never.
+	InboxStaleAfter time.Duration
 }
+
+// DefaultInboxStaleAfter is the default Options.InboxStaleAfter.
+const DefaultInboxStaleAfter = time.Hour
 
 // Budget is a bound on local disk bytes shared with others (fs wires the
 // disk cache's, so staged inbox files and cached files share
@@ -166,6 +175,9 @@ func NewEnv(data DataSource, mat Materializer, opts Options) *Env {
 	if opts.LongTimeout <= 0 {
 		opts.LongTimeout = time.Hour
 	}
+	if opts.InboxStaleAfter == 0 {
+		opts.InboxStaleAfter = DefaultInboxStaleAfter
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -205,10 +217,13 @@ type Writer interface {
 	// PartitionColumns returns the partition columns in order, with their
 	// logical names and types.
 	PartitionColumns(ctx context.Context) ([]*delta.StructField, error)
-	// Append validates f and commits it as one new version of the table,
+	// Append validates the files and commits them all as ONE new version
+	// of the table (a staged file, or every file of a batch directory),
 	// returning that version once its commit exists. A refused file is an
-	// error wrapping ErrInvalidFile, an unwritable table one wrapping
-	// ErrNotWritable; anything else is storage trouble. The inbox calls it
-	// at most once per staged file.
-	Append(ctx context.Context, f StagedFile) (version int64, err error)
+	// error wrapping ErrInvalidFile that names every bad file, an
+	// unwritable table one wrapping ErrNotWritable; anything else is
+	// storage trouble. Nothing is committed on error. The inbox calls it
+	// at most once per staged file and outcome: a refused file is only
+	// handed again after a new rename.
+	Append(ctx context.Context, files []StagedFile) (version int64, err error)
 }

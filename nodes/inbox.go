@@ -53,6 +53,11 @@ type inbox struct {
 	root     *fs.Inode // guarded by mu: the inbox directory, nil until looked up
 	checked  time.Time // guarded by mu: when writeErr was last asked
 	writeErr error     // guarded by mu: the last answer of writer.Writable
+	// batches are the scratch directories being committed (inbox_rename.go).
+	batches map[*InboxDir]bool // guarded by mu
+	// staleAfter: staged files idle this long are removed (SweepInbox); <= 0 never.
+	staleAfter time.Duration
+	lastSweep  time.Time // guarded by mu
 }
 
 // EnableInbox gives the table directory an inbox/ whose files are staged
@@ -60,7 +65,8 @@ type inbox struct {
 // appended by w. Call it before the mount serves requests; a table
 // directory without it (a --read-only mount) has no inbox.
 func (d *TableDir) EnableInbox(w Writer, stagingDir string) {
-	d.inbox = &inbox{dir: d, writer: w, staging: stagingDir, status: newStatusLog(statusKeep)}
+	d.inbox = &inbox{dir: d, writer: w, staging: stagingDir, status: newStatusLog(statusKeep),
+		batches: map[*InboxDir]bool{}, staleAfter: d.env.Opts.InboxStaleAfter}
 }
 
 // inboxChild returns the inbox directory, the same inode on every lookup:
@@ -112,15 +118,15 @@ func (in *inbox) refuse(op, rel string, err error) syscall.Errno {
 }
 
 // checkFileName returns an error wrapping ErrInvalidFile when name cannot
-// be a staged file: names starting with "." or "_" are reserved (editors'
-// temp files, deltafs' own files), control characters, invalid UTF-8 and
-// overlong names are refused.
+// be a staged file or directory: the inbox's own file names are reserved,
+// control characters, invalid UTF-8 and overlong names are refused.
+// (Temporary names, "." or "_" first, are staged: see isTemporaryName.)
 func checkFileName(name string) error {
 	switch {
 	case name == "" || name == "." || name == "..":
 		return fmt.Errorf("%w: empty name", ErrInvalidFile)
-	case strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_"):
-		return fmt.Errorf("%w: name %q: names starting with '.' or '_' are reserved", ErrInvalidFile, name)
+	case name == InboxStatusName || name == ReasonName:
+		return fmt.Errorf("%w: name %q is reserved", ErrInvalidFile, name)
 	case len(name) > maxInboxName:
 		return fmt.Errorf("%w: name of %d bytes, at most %d", ErrInvalidFile, len(name), maxInboxName)
 	case !utf8.ValidString(name):
@@ -134,7 +140,8 @@ func checkFileName(name string) error {
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // checkCreate returns why a file cannot be created in d, or nil: the
-// table must be writable and d must be a leaf partition directory.
+// table must be writable and d must be a leaf partition directory, unless
+// the file is temporary (anywhere: where it is renamed to decides).
 func (in *inbox) checkCreate(ctx context.Context, d *InboxDir, name string) error {
 	if err := in.writable(ctx); err != nil {
 		return err
@@ -142,6 +149,15 @@ func (in *inbox) checkCreate(ctx context.Context, d *InboxDir, name string) erro
 	if err := checkFileName(name); err != nil {
 		return err
 	}
+	if d.scratch || isTemporaryName(name) {
+		return nil
+	}
+	return in.checkLeaf(ctx, d)
+}
+
+// checkLeaf returns why d cannot hold files to commit, or nil: it must be
+// a leaf partition directory (the root of an unpartitioned table).
+func (in *inbox) checkLeaf(ctx context.Context, d *InboxDir) error {
 	cols, err := in.writer.PartitionColumns(ctx)
 	if err != nil {
 		return err
@@ -211,13 +227,18 @@ func canonicalPartition(c *delta.StructField, val *string) (string, *string, err
 }
 
 // drop removes f's staging file, gives its bytes back to the staging
-// budget and takes f out of the inbox.
-func (in *inbox) drop(f *InboxFile) {
+// budget and takes f out of the inbox (telling the kernel when notify:
+// not from a RENAME handler, see detachQuiet).
+func (in *inbox) drop(f *InboxFile, notify bool) {
 	if err := os.Remove(f.path); err != nil && !os.IsNotExist(err) {
 		in.dir.env.log.Warn("deltafs: remove staged file", "table", in.dir.name, "file", f.rel(), "err", err)
 	}
 	f.releaseStaged()
-	f.detach()
+	if notify {
+		f.detach()
+	} else {
+		f.detachQuiet()
+	}
 }
 
 // commit appends the staged file f (size bytes, shown as rel) and settles
@@ -229,16 +250,22 @@ func (in *inbox) drop(f *InboxFile) {
 func (in *inbox) commit(ctx context.Context, f *InboxFile, rel string, sf StagedFile, size int64) syscall.Errno {
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
-	v, err := in.writer.Append(ctx, sf)
-	in.drop(f)
+	v, err := in.writer.Append(ctx, []StagedFile{sf})
+	in.drop(f, true)
 	if err != nil {
 		return in.refuse("commit", rel, err)
 	}
-	in.status.add(StatusEvent{Op: "commit", File: rel, Bytes: size, Version: &v})
-	in.dir.env.log.Info("deltafs: inbox commit", "table", in.dir.name, "file", rel, "version", v, "bytes", size, "took", time.Since(start))
+	in.published(ctx, StatusEvent{Op: "commit", File: rel, Bytes: size, Version: &v}, start)
+	return 0
+}
+
+// published records the commit e (of a file or a batch), and makes
+// @latest show it before the close() or rename() returns.
+func (in *inbox) published(ctx context.Context, e StatusEvent, start time.Time) {
+	in.status.add(e)
+	in.dir.env.log.Info("deltafs: inbox commit", "table", in.dir.name, "file", e.File, "version", *e.Version, "files", max(e.Files, 1), "bytes", e.Bytes, "took", time.Since(start))
 	if _, err := in.dir.Refresh(ctx); err != nil {
-		in.dir.env.log.Warn("deltafs: refresh after commit", "table", in.dir.name, "version", v, "err", err)
+		in.dir.env.log.Warn("deltafs: refresh after commit", "table", in.dir.name, "version", *e.Version, "err", err)
 	}
 	in.dir.Invalidate()
-	return 0
 }

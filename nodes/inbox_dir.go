@@ -6,6 +6,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,17 +26,27 @@ import (
 // EROFS and the root holds _deltafs_error.txt saying why. The root also
 // holds _status.jsonl.
 //
+// A directory made with a temporary name ("." or "_" first) anywhere in
+// the inbox is a scratch directory: under it any names go, and no file is
+// committed by close(); renaming it to a final name commits its Parquet
+// files as one version (a batch, see inbox_rename.go).
+//
 // Allowed: create, unlink of a staged file not being committed, rmdir of
-// an empty partition dir, rename of a staged file to a free name in the
-// same directory (EXDEV across directories, so mv copies; EBUSY while it
-// commits; EEXIST onto a taken name). Refused: symlinks, hard links and
-// special files (EPERM), setattr on directories (EPERM).
+// an empty partition or scratch dir, rename of a staged file or scratch
+// dir to a free name anywhere in the same inbox (a rename to a final name
+// commits: inbox_rename.go; EXDEV out of the inbox, so mv copies; EBUSY
+// while it commits; EEXIST onto a taken name). Refused: renaming a
+// partition dir, symlinks, hard links and special files (EPERM), setattr
+// on directories (EPERM).
 type InboxDir struct {
 	fs.Inode
 
 	in    *inbox
-	rel   string             // path under inbox/, "" at the root
-	parts map[string]*string // partition column (logical) -> value, for files here
+	rel   string             // path under inbox/, "" at the root; unused in a scratch dir (it moves: relPath)
+	parts map[string]*string // partition column (logical) -> value, for files here; nil in a scratch dir
+	// scratch: a temporary directory or one inside it (see the type's doc).
+	scratch bool
+	active  atomic.Int64 // unix nanoseconds of the last entry made or moved in (SweepInbox)
 }
 
 var (
@@ -53,7 +64,23 @@ var (
 	_ = (fs.NodeMknoder)((*InboxDir)(nil))
 )
 
-func (d *InboxDir) ino() uint64 { return stableIno(kindInbox, d.in.dir.name, 0, "/"+d.rel) }
+func (d *InboxDir) ino() uint64 {
+	if d.scratch {
+		return d.StableAttr().Ino // go-fuse's number: the directory moves
+	}
+	return stableIno(kindInbox, d.in.dir.name, 0, "/"+d.rel)
+}
+
+// relPath is the directory's path under inbox/ as of now.
+func (d *InboxDir) relPath() string {
+	if !d.scratch {
+		return d.rel
+	}
+	d.in.mu.Lock()
+	root := d.in.root
+	d.in.mu.Unlock()
+	return d.Path(root)
+}
 
 // fill reports a directory writable (0755) only while the table is.
 func (d *InboxDir) fill(ctx context.Context, a *fuse.Attr) {
@@ -150,7 +177,7 @@ func cmpString(a, b string) int {
 }
 
 // relOf is the inbox path of name in d.
-func (d *InboxDir) relOf(name string) string { return path.Join(d.rel, name) }
+func (d *InboxDir) relOf(name string) string { return path.Join(d.relPath(), name) }
 
 // Create stages a new file (see InboxFile). A reserved or malformed name,
 // or a directory that is not a leaf partition directory, is EINVAL; an
@@ -162,6 +189,9 @@ func (d *InboxDir) Create(ctx context.Context, name string, flags uint32, mode u
 	if d.GetChild(name) != nil {
 		return nil, nil, 0, syscall.EEXIST
 	}
+	if d.in.busy(d) {
+		return nil, nil, 0, syscall.EBUSY
+	}
 	f, err := newInboxFile(d, name)
 	if err != nil {
 		return nil, nil, 0, d.in.refuse("create", d.relOf(name), err)
@@ -171,6 +201,7 @@ func (d *InboxDir) Create(ctx context.Context, name string, flags uint32, mode u
 		f.discard()
 		return nil, nil, 0, errno
 	}
+	d.touch()
 	n := d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG})
 	var a fuse.AttrOut
 	f.Getattr(ctx, h, &a)
@@ -181,10 +212,14 @@ func (d *InboxDir) Create(ctx context.Context, name string, flags uint32, mode u
 }
 
 // Mkdir makes the partition directory name = "<col>=<value>" for the next
-// partition column.
+// partition column, or a scratch directory (a temporary name, or any
+// name inside a scratch directory).
 func (d *InboxDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if err := d.in.writable(ctx); err != nil {
 		return nil, d.in.refuse("mkdir", d.relOf(name), err)
+	}
+	if d.scratch || isTemporaryDirName(name) {
+		return d.mkScratch(ctx, name, out)
 	}
 	col, val, err := d.in.partitionDir(ctx, len(d.parts), name)
 	if err != nil {
@@ -209,6 +244,9 @@ func (d *InboxDir) Unlink(ctx context.Context, name string) syscall.Errno {
 	if ch == nil {
 		return syscall.ENOENT
 	}
+	if d.in.busy(d) {
+		return syscall.EBUSY
+	}
 	f, ok := ch.Operations().(*InboxFile)
 	if !ok {
 		return syscall.EPERM
@@ -228,33 +266,11 @@ func (d *InboxDir) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if len(ch.Children()) > 0 {
 		return syscall.ENOTEMPTY
 	}
+	if d.in.busy(d) {
+		return syscall.EBUSY
+	}
 	ch.ForgetPersistent()
 	return 0
-}
-
-// Rename renames a staged file within d (see the type's doc).
-func (d *InboxDir) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	if flags != 0 {
-		return syscall.EINVAL
-	}
-	if newParent.EmbeddedInode() != d.EmbeddedInode() {
-		return syscall.EXDEV
-	}
-	ch := d.GetChild(name)
-	if ch == nil {
-		return syscall.ENOENT
-	}
-	f, ok := ch.Operations().(*InboxFile)
-	if !ok {
-		return syscall.EPERM
-	}
-	if err := checkFileName(newName); err != nil {
-		return d.in.refuse("rename", d.relOf(newName), err)
-	}
-	if d.GetChild(newName) != nil {
-		return syscall.EEXIST
-	}
-	return f.rename(newName)
 }
 
 // Symlink is refused: the inbox takes regular files only.

@@ -51,11 +51,12 @@ type InboxFile struct {
 	fs.Inode
 
 	in   *inbox
-	dir  *InboxDir // constant: renames stay within dir
-	path string    // the staging file
+	path string // the staging file
 
 	mu     sync.Mutex
+	dir    *InboxDir     // guarded by mu: where the file is (renames move it)
 	name   string        // guarded by mu
+	active time.Time     // guarded by mu: the last create, write, truncate or rename (see SweepInbox)
 	state  fileState     // guarded by mu
 	done   chan struct{} // guarded by mu: closed when the commit ended
 	errno  syscall.Errno // guarded by mu: the outcome once stateDone
@@ -103,7 +104,7 @@ func newInboxFile(d *InboxDir, name string) (*InboxFile, error) {
 		return nil, err
 	}
 	tmp.Close()
-	return &InboxFile{in: d.in, dir: d, path: tmp.Name(), name: name}, nil
+	return &InboxFile{in: d.in, dir: d, path: tmp.Name(), name: name, active: time.Now()}, nil
 }
 
 // discard removes the staging file of a file never shown.
@@ -113,8 +114,16 @@ func (f *InboxFile) discard() { os.Remove(f.path) }
 func (f *InboxFile) rel() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return path.Join(f.dir.rel, f.name)
+	return f.relLocked()
 }
+
+// relLocked is rel with f.mu held.
+func (f *InboxFile) relLocked() string { return path.Join(f.dir.relPath(), f.name) }
+
+// temporaryLocked reports whether the file is staged without a commit
+// at close: it has a temporary name or is in a temporary directory
+// (see isTemporaryName). A rename to a final name commits it.
+func (f *InboxFile) temporaryLocked() bool { return f.dir.scratch || isTemporaryName(f.name) }
 
 // Getattr reports the staged size (or the committed size once done).
 func (f *InboxFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -167,7 +176,12 @@ func (f *InboxFile) resizeLocked(size int64) syscall.Errno {
 		f.in.dir.env.releaseStaging(max(size-f.staged, 0))
 		return f.failLocked(err)
 	}
-	f.staged = size
+	f.staged, f.active = size, time.Now()
+	if size == 0 {
+		// Emptied: what an earlier failed write left incomplete is gone
+		// (a kept temporary file rewritten from the start).
+		f.writeErr = nil
+	}
 	return 0
 }
 
@@ -270,7 +284,7 @@ func (f *InboxFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, of
 	n, err := h.writeAt(data, off)
 	size := max(f.staged, off+int64(n))
 	f.in.dir.env.releaseStaging(grow - (size - f.staged))
-	f.staged = size
+	f.staged, f.active = size, time.Now()
 	if err != nil {
 		return uint32(n), f.failLocked(err)
 	}
@@ -310,7 +324,8 @@ func (f *InboxFile) closeHandle(h *inboxHandle) bool {
 	return true
 }
 
-// Fsync commits a non-empty file.
+// Fsync commits a non-empty file with a final name (a temporary one
+// stays staged: its rename commits it).
 func (f *InboxFile) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
 	return f.commit(ctx)
 }
@@ -349,6 +364,10 @@ func (f *InboxFile) commit(ctx context.Context) syscall.Errno {
 		defer f.mu.Unlock()
 		return f.errno
 	}
+	if f.temporaryLocked() {
+		f.mu.Unlock()
+		return 0 // staged until renamed to a final name (inbox_rename.go)
+	}
 	st, err := os.Stat(f.path)
 	if err == nil && st.Size() == 0 && f.writeErr == nil {
 		f.mu.Unlock()
@@ -360,15 +379,15 @@ func (f *InboxFile) commit(ctx context.Context) syscall.Errno {
 	if err != nil {
 		// Not handed to the Writer: refused here, once.
 		f.state, f.done = stateCommitting, make(chan struct{})
-		rel := path.Join(f.dir.rel, f.name)
+		rel := f.relLocked()
 		f.mu.Unlock()
-		f.in.drop(f)
+		f.in.drop(f, true)
 		errno := f.in.refuse("commit", rel, err)
 		f.finish(errno)
 		return errno
 	}
 	f.state, f.done, f.size = stateCommitting, make(chan struct{}), st.Size()
-	rel := path.Join(f.dir.rel, f.name)
+	rel := f.relLocked()
 	sf := StagedFile{LocalPath: f.path, Name: f.name, PartitionValues: f.dir.parts}
 	f.mu.Unlock()
 
@@ -406,6 +425,17 @@ func (f *InboxFile) detach() {
 	parent.NotifyEntry(name)
 }
 
+// detachQuiet removes the file from the tree without telling the
+// kernel: for a RENAME handler, during which the kernel holds the
+// directories' locks that a notification would wait for. The entry's
+// 1ns timeout (inboxTimeout) makes the kernel look it up again.
+func (f *InboxFile) detachQuiet() {
+	if name, parent := f.Parent(); parent != nil {
+		parent.RmChild(name)
+	}
+	f.ForgetPersistent()
+}
+
 // unlink drops the staged file unless it is being committed.
 func (f *InboxFile) unlink() syscall.Errno {
 	f.mu.Lock()
@@ -422,16 +452,5 @@ func (f *InboxFile) unlink() syscall.Errno {
 		f.staged = 0
 	}
 	f.ForgetPersistent()
-	return 0
-}
-
-// rename gives the staged file a new name (the tree moves it after).
-func (f *InboxFile) rename(name string) syscall.Errno {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.state != stateStaged {
-		return syscall.EBUSY
-	}
-	f.name = name
 	return 0
 }

@@ -16,13 +16,18 @@ import (
 const statusKeep = 256
 
 // StatusEvent is one line of inbox/_status.jsonl: the outcome of a staged
-// file (Op "commit") or a refused create or mkdir. A commit that landed
-// has Version; a refusal has Error and the Errno close() (or the
-// operation) returned. A refused file's staged copy is always removed.
+// file or a batch (Op "commit", by close() or rename()), a refused
+// create, mkdir or rename, or a stale staged file removed (Op "expire").
+// A commit that landed has Version; a refusal has Error and the Errno
+// close() (or the operation) returned. A file refused by close() is
+// removed; one refused by rename() stays under its temporary name From
+// (but for EIO: inbox_rename.go).
 type StatusEvent struct {
 	Time    time.Time `json:"time"`
 	Op      string    `json:"op"`
-	File    string    `json:"file"` // path under inbox/
+	File    string    `json:"file"`            // path under inbox/
+	From    string    `json:"from,omitempty"`  // a rename's temporary path under inbox/
+	Files   int       `json:"files,omitempty"` // the Parquet files of a batch's commit
 	Bytes   int64     `json:"bytes,omitempty"`
 	Version *int64    `json:"version,omitempty"`
 	Error   string    `json:"error,omitempty"`

@@ -43,22 +43,30 @@ func (w *fakeWriter) PartitionColumns(context.Context) ([]*delta.StructField, er
 	return w.cols, nil
 }
 
-func (w *fakeWriter) Append(ctx context.Context, f StagedFile) (int64, error) {
-	data, err := os.ReadFile(f.LocalPath)
-	if err != nil {
-		return 0, err
+func (w *fakeWriter) Append(ctx context.Context, files []StagedFile) (int64, error) {
+	var all [][]byte
+	var errs []error
+	for _, f := range files {
+		data, err := os.ReadFile(f.LocalPath)
+		if err != nil {
+			return 0, err
+		}
+		if len(data) < 8 || !bytes.HasPrefix(data, []byte("PAR1")) || !bytes.HasSuffix(data, []byte("PAR1")) {
+			errs = append(errs, fmt.Errorf("%w: %s: not a Parquet file", ErrInvalidFile, f.Name))
+		}
+		all = append(all, data)
 	}
 	if w.storage != nil {
 		return 0, w.storage
 	}
-	if len(data) < 8 || !bytes.HasPrefix(data, []byte("PAR1")) || !bytes.HasSuffix(data, []byte("PAR1")) {
-		return 0, fmt.Errorf("%w: %s: not a Parquet file", ErrInvalidFile, f.Name)
+	if len(errs) > 0 {
+		return 0, errors.Join(errs...)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.next++
-	w.appends = append(w.appends, f)
-	w.content = append(w.content, data)
+	w.appends = append(w.appends, files...)
+	w.content = append(w.content, all...)
 	return w.next, nil
 }
 
@@ -184,7 +192,7 @@ func TestInboxStorageErrorIsEIO(t *testing.T) {
 func TestInboxNamesRefused(t *testing.T) {
 	w := &fakeWriter{}
 	inbox, _ := mountInbox(t, w)
-	for _, name := range []string{".hidden", "_reserved", "a\x01b", strings.Repeat("x", 220)} {
+	for _, name := range []string{"a\x01b", strings.Repeat("x", 220)} {
 		err := os.WriteFile(filepath.Join(inbox, name), parquetish, 0o644)
 		if !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("create %q: %v, want EINVAL", name, err)
@@ -313,7 +321,7 @@ func TestInboxRenameAndUnlink(t *testing.T) {
 	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(inbox, ".x")); !errors.Is(err, syscall.EINVAL) {
+	if err := os.Rename(tmp, filepath.Join(inbox, InboxStatusName)); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("rename to a reserved name: %v, want EINVAL", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(inbox, "x.parquet")); err != nil {

@@ -30,7 +30,8 @@ type txn struct {
 // Append validates and commits all files as ONE new version (a
 // multi-file atomic append) and returns that version. Files are validated
 // before anything is written: one bad file refuses the whole call
-// (ErrInvalidFile) and leaves the table unchanged. Lost races are retried
+// (ErrInvalidFile; the error names every bad file) and leaves the table
+// unchanged. Lost races are retried
 // on the next version, re-validating when a winner changed the protocol or
 // metadata, until Options.MaxRetry (then the error wraps
 // delta.ErrConflict). A call commits at most one version: every attempt
@@ -85,14 +86,21 @@ func (c *Committer) Append(ctx context.Context, files []File) (Result, error) {
 	return Result{Version: v, Added: dataKeys(tx.ups)}, nil
 }
 
+// prepareAll validates every file, so that a refusal names each bad one
+// (joined errors, each naming its file), not only the first.
 func (c *Committer) prepareAll(snap *delta.Snapshot, files []File) ([]*prepared, error) {
 	out := make([]*prepared, 0, len(files))
+	var errs []error
 	for _, f := range files {
 		p, err := c.prepare(snap, f)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		out = append(out, p)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }

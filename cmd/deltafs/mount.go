@@ -56,7 +56,7 @@ type mountFlags struct {
 	uid, gid                                                                 uint
 	cacheDir, cacheSize, memoryCacheSize, snapshotCache, logLevel, umask     string
 	configFile, logFile, metricsAddr                                         string
-	refresh                                                                  time.Duration
+	refresh, inboxStaleAfter                                                 time.Duration
 }
 
 func runMount(ctx context.Context, args []string) error {
@@ -104,6 +104,8 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	flags.Var(checkedString{&f.cacheSize, func(s string) error { _, err := parseSize(s); return err }},
 		"cache-size", "disk cache bound in bytes (`SIZE`: 10G, 512M, ...)")
 	flags.DurationVar(&f.refresh, "refresh", fs.DefaultRefresh, "how often @latest looks for new commits")
+	flags.DurationVar(&f.inboxStaleAfter, "inbox-stale-after", fs.DefaultInboxStaleAfter,
+		"remove staged inbox files never committed (temporary names not renamed, empty files) after this `DURATION` without a write; 0: never")
 	f.logLevel = "info"
 	flags.Var(checkedString{&f.logLevel, func(s string) error { var l slog.Level; return l.UnmarshalText([]byte(s)) }},
 		"log-level", "`LEVEL`: debug, info, warn or error")
@@ -165,9 +167,10 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 		ReadOnly:   f.readOnly, SingleWriter: f.singleWriter, AllowOther: f.allowOther, XAttrs: f.xattrs, NoPassthrough: f.noPassthrough,
 		UID: uint32(f.uid), GID: uint32(f.gid), Umask: umask,
 		CacheDir: f.cacheDir, CacheSize: size, MemoryCacheSize: memSize, SnapshotCacheSize: snapCache, Refresh: f.refresh,
-		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
-		Debug:      f.debug,
-		EngineInfo: "deltafs/" + buildVersion().Version,
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Debug:           f.debug,
+		EngineInfo:      "deltafs/" + buildVersion().Version,
+		InboxStaleAfter: staleAfter(f.inboxStaleAfter),
 	}, nil
 }
 
@@ -325,4 +328,12 @@ func tablesCount(n int) string {
 		return "1 table"
 	}
 	return fmt.Sprintf("%d tables", n)
+}
+
+// staleAfter maps --inbox-stale-after to fs.Config: 0 (never) is negative there.
+func staleAfter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -1,0 +1,437 @@
+package nodes
+
+// Temporary names, scratch directories and the renames that commit them:
+// how tools that write a temporary name and rename it into place (rsync,
+// mv, os.Rename-style writers, Hadoop/Spark committers) publish through
+// the inbox.
+//
+// A file with a temporary name is staged when closed and not committed;
+// renaming it to a final name commits it, and rename() returns once the
+// version exists. A scratch directory (made with a temporary name) renamed
+// to a final name commits every Parquet file under it as ONE version: a
+// batch. A refused rename changes nothing: the file or directory stays
+// under its temporary name, so that it can be fixed and renamed again
+// (or removed; SweepInbox removes it once stale). Only a storage error,
+// after which the commit may have landed, removes it as close() does: a
+// second rename could otherwise commit it twice.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// renameNoReplace is RENAME_NOREPLACE: renames in the inbox never replace.
+const renameNoReplace = 1
+
+// isTemporaryName reports whether a file name is temporary: a leading "."
+// (rsync's .NAME.XXXXXX, editors) or "_" (Hadoop's _temporary, _SUCCESS),
+// or a name not ending in ".parquet" (x.parquet.tmp, x.part). Such a file
+// is staged when closed; only a rename to a final name commits it.
+func isTemporaryName(name string) bool {
+	return isTemporaryDirName(name) || !strings.HasSuffix(name, ".parquet")
+}
+
+// isTemporaryDirName reports whether a directory name is temporary: a
+// leading "." or "_". Such a directory is a scratch directory.
+func isTemporaryDirName(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+}
+
+// mkScratch makes the scratch directory name in d.
+func (d *InboxDir) mkScratch(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if err := checkFileName(name); err != nil {
+		return nil, d.in.refuse("mkdir", d.relOf(name), err)
+	}
+	if d.GetChild(name) != nil {
+		return nil, syscall.EEXIST
+	}
+	if d.in.busy(d) {
+		return nil, syscall.EBUSY
+	}
+	sub := &InboxDir{in: d.in, scratch: true}
+	sub.touch()
+	d.touch()
+	n := d.NewPersistentInode(ctx, sub, fs.StableAttr{Mode: syscall.S_IFDIR})
+	sub.fill(ctx, &out.Attr)
+	out.SetEntryTimeout(inboxTimeout)
+	out.SetAttrTimeout(inboxTimeout)
+	return n, 0
+}
+
+// busy reports whether d is in a batch being committed: nothing may be
+// added, removed or moved there until the commit ends.
+func (in *inbox) busy(d *InboxDir) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.batches) == 0 {
+		return false
+	}
+	for n := d.EmbeddedInode(); n != nil; _, n = n.Parent() {
+		if sd, ok := n.Operations().(*InboxDir); ok && in.batches[sd] {
+			return true
+		}
+	}
+	return false
+}
+
+// Rename moves a staged file or a scratch directory within the inbox; a
+// move to a final name commits it (see the file's doc).
+func (d *InboxDir) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if flags&^renameNoReplace != 0 {
+		return syscall.EINVAL // RENAME_EXCHANGE, RENAME_WHITEOUT
+	}
+	dst, ok := newParent.(*InboxDir)
+	if !ok || dst.in != d.in {
+		return syscall.EXDEV
+	}
+	ch := d.GetChild(name)
+	if ch == nil {
+		return syscall.ENOENT
+	}
+	if err := checkFileName(newName); err != nil {
+		return d.in.refuse("rename", dst.relOf(newName), err)
+	}
+	if dst.GetChild(newName) != nil {
+		return syscall.EEXIST
+	}
+	if d.in.busy(d) || d.in.busy(dst) {
+		return syscall.EBUSY
+	}
+	switch op := ch.Operations().(type) {
+	case *InboxFile:
+		return d.in.renameFile(ctx, op, dst, newName)
+	case *InboxDir:
+		if !op.scratch {
+			return syscall.EPERM // a partition directory: its files' values would change
+		}
+		if dst.scratch || isTemporaryDirName(newName) {
+			dst.touch()
+			return 0 // a scratch directory moves; nothing is committed
+		}
+		return d.in.commitBatch(ctx, op, dst, newName)
+	}
+	return syscall.EPERM
+}
+
+// renameFile moves f to dst/name, committing it when that is a final
+// place: a temporary file with content and no open write handle. A file
+// still open for writing just moves (its last close commits it, as for a
+// file written under a final name), and so does an empty one (as after
+// touch, it waits to be written).
+func (in *inbox) renameFile(ctx context.Context, f *InboxFile, dst *InboxDir, name string) syscall.Errno {
+	rel := dst.relOf(name)
+	final := !dst.scratch && !isTemporaryName(name)
+	if final {
+		if err := in.writable(ctx); err != nil {
+			return in.refuse("rename", rel, err)
+		}
+		if err := in.checkLeaf(ctx, dst); err != nil {
+			return in.refuse("rename", rel, err)
+		}
+	}
+	f.mu.Lock()
+	if f.state != stateStaged {
+		f.mu.Unlock()
+		return syscall.EBUSY
+	}
+	if !final || f.writer != nil || (f.staged == 0 && f.writeErr == nil) {
+		f.dir, f.name, f.active = dst, name, time.Now()
+		f.mu.Unlock()
+		dst.touch()
+		return 0
+	}
+	f.state, f.done = stateCommitting, make(chan struct{})
+	from, size, werr := f.relLocked(), f.staged, f.writeErr
+	f.mu.Unlock()
+
+	var err error
+	if werr != nil {
+		err = fmt.Errorf("%w: %s: a write to the staged file failed, so it is incomplete: %w", ErrInvalidFile, from, werr)
+	}
+	sf := StagedFile{LocalPath: f.path, Name: rel, PartitionValues: dst.parts}
+	start := time.Now()
+	var v int64
+	if err == nil {
+		v, err = in.writer.Append(context.WithoutCancel(ctx), []StagedFile{sf})
+	}
+	if err == nil {
+		in.drop(f, false)
+		f.finish(0)
+		in.published(context.WithoutCancel(ctx), StatusEvent{Op: "commit", File: rel, From: from, Bytes: size, Version: &v}, start)
+		return 0
+	}
+	if keepOnRefusal(err) {
+		f.restage() // back to staged, under its temporary name
+	} else {
+		in.drop(f, false)
+		f.finish(syscall.EIO)
+	}
+	return in.refuseRename(rel, from, err)
+}
+
+// keepOnRefusal reports whether a refused rename leaves the staged files
+// as they were: a refusal of the file or table decided before anything
+// was written. After storage trouble the commit may have landed.
+func keepOnRefusal(err error) bool {
+	return errors.Is(err, ErrInvalidFile) || errors.Is(err, ErrNotWritable)
+}
+
+// refuseRename records a refused rename of from to rel (paths under
+// inbox/) and returns its errno.
+func (in *inbox) refuseRename(rel, from string, err error) syscall.Errno {
+	errno := in.dir.env.inboxErrno("rename", err, "table", in.dir.name, "file", rel, "from", from)
+	if errno != syscall.EINTR {
+		in.status.add(StatusEvent{Op: "rename", File: rel, From: from, Error: err.Error(), Errno: errnoName(errno)})
+	}
+	return errno
+}
+
+// restage puts a file whose commit was refused back to staged.
+func (f *InboxFile) restage() {
+	f.mu.Lock()
+	f.state = stateStaged
+	close(f.done)
+	f.mu.Unlock()
+}
+
+// abandon decides a staged file that is removed without a commit (a
+// temporary file of a batch, a stale file): open handles write no more
+// and their close() returns 0, as for an unlinked file.
+func (f *InboxFile) abandon() {
+	f.mu.Lock()
+	if f.state == stateStaged {
+		f.state, f.errno = stateDone, 0
+	}
+	f.mu.Unlock()
+}
+
+// batchFile is a file of a batch: the file, its path in the batch's
+// final place and its partition values.
+type batchFile struct {
+	f     *InboxFile
+	rel   string
+	parts map[string]*string
+}
+
+// batch is a scratch directory being committed to a final name.
+type batch struct {
+	in      *inbox
+	files   []batchFile  // the Parquet files to commit
+	other   []*InboxFile // temporary names inside (_SUCCESS, .crc files): discarded with the batch
+	dirs    []*InboxDir  // every directory of the batch, its root first
+	errs    []error      // why files or directories cannot be committed
+	busy    []string     // files still open for writing or committing
+	locked  []*InboxFile // files set to committing
+	size    int64
+	rootRel string
+}
+
+// commitBatch commits every Parquet file under the scratch directory sd
+// as one version, as if sd's content had been written in dst/name: name
+// is a partition directory when it has the form col=value (it must then
+// be the next partition column, as for mkdir), else just a label.
+// Entries with temporary names inside are not committed and are
+// discarded with the batch.
+func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, name string) syscall.Errno {
+	rel, from := dst.relOf(name), sd.relPath()
+	if err := in.writable(ctx); err != nil {
+		return in.refuseRename(rel, from, err)
+	}
+	parts, depth := maps.Clone(dst.parts), len(dst.parts)
+	if strings.Contains(name, "=") {
+		col, val, err := in.partitionDir(ctx, depth, name)
+		if err != nil {
+			return in.refuseRename(rel, from, err)
+		}
+		if parts == nil {
+			parts = map[string]*string{}
+		}
+		parts[col], depth = val, depth+1
+	}
+	in.mu.Lock()
+	if in.batches[sd] {
+		in.mu.Unlock()
+		return syscall.EBUSY
+	}
+	in.batches[sd] = true
+	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		delete(in.batches, sd)
+		in.mu.Unlock()
+	}()
+
+	b := &batch{in: in, rootRel: rel}
+	b.walk(ctx, sd, rel, parts, depth)
+	b.lock()
+	if len(b.busy) > 0 {
+		b.unlock()
+		in.refuseRename(rel, from, fmt.Errorf("batch %s: still being written or committed: %s", rel, strings.Join(b.busy, ", ")))
+		return syscall.EBUSY
+	}
+	if len(b.files) == 0 && len(b.errs) == 0 {
+		b.errs = append(b.errs, fmt.Errorf("%w: batch %s holds no Parquet file (a file to commit has a name ending in .parquet, not starting with '.' or '_')", ErrInvalidFile, rel))
+	}
+	if len(b.errs) > 0 {
+		b.unlock()
+		return in.refuseRename(rel, from, errors.Join(b.errs...))
+	}
+	start := time.Now()
+	sfs := make([]StagedFile, len(b.files))
+	for i, bf := range b.files {
+		sfs[i] = StagedFile{LocalPath: bf.f.path, Name: bf.rel, PartitionValues: bf.parts}
+	}
+	v, err := in.writer.Append(context.WithoutCancel(ctx), sfs)
+	if err != nil && keepOnRefusal(err) {
+		b.unlock()
+		return in.refuseRename(rel, from, err)
+	}
+	b.discard(sd, err)
+	if err != nil {
+		return in.refuseRename(rel, from, err)
+	}
+	in.published(context.WithoutCancel(ctx), StatusEvent{Op: "commit", File: rel, From: from, Files: len(sfs), Bytes: b.size, Version: &v}, start)
+	return 0
+}
+
+// walk collects the files under dir (at partition depth depth, with
+// partition values parts), named as under rel.
+func (b *batch) walk(ctx context.Context, dir *InboxDir, rel string, parts map[string]*string, depth int) {
+	b.dirs = append(b.dirs, dir)
+	children := dir.Children()
+	names := make([]string, 0, len(children))
+	for n := range children {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		switch op := children[n].Operations().(type) {
+		case *InboxDir:
+			b.walkDir(ctx, op, n, path.Join(rel, n), parts, depth)
+		case *InboxFile:
+			if isTemporaryName(n) {
+				b.other = append(b.other, op)
+				continue
+			}
+			if err := b.in.checkDepth(ctx, depth); err != nil {
+				b.errs = append(b.errs, fmt.Errorf("%s: %w", path.Join(rel, n), err))
+			}
+			b.files = append(b.files, batchFile{f: op, rel: path.Join(rel, n), parts: parts})
+		}
+	}
+}
+
+// walkDir walks a subdirectory n of a batch: a partition directory of the
+// next column, or a temporary one whose files are discarded.
+func (b *batch) walkDir(ctx context.Context, d *InboxDir, n, rel string, parts map[string]*string, depth int) {
+	if isTemporaryDirName(n) {
+		b.walkTemporary(d, rel)
+		return
+	}
+	col, val, err := b.in.partitionDir(ctx, depth, n)
+	if err != nil {
+		b.errs = append(b.errs, fmt.Errorf("%s: %w", rel, err))
+		return
+	}
+	sub := maps.Clone(parts)
+	if sub == nil {
+		sub = map[string]*string{}
+	}
+	sub[col] = val
+	b.walk(ctx, d, rel, sub, depth+1)
+}
+
+// checkDepth returns why a file at partition depth depth cannot be
+// committed, or nil.
+func (in *inbox) checkDepth(ctx context.Context, depth int) error {
+	cols, err := in.writer.PartitionColumns(ctx)
+	if err != nil {
+		return err
+	}
+	if depth < len(cols) {
+		return fmt.Errorf("%w: table %s is partitioned: files go in %s", ErrInvalidFile, in.dir.name, partitionHint(cols))
+	}
+	return nil
+}
+
+// walkTemporary collects a temporary directory inside a batch (an empty
+// _temporary/ left by a job, .cache/): its files are discarded, unless
+// one has a final name: then a job has not finished (Spark's task output
+// waits there until the job commits), and the batch is refused.
+func (b *batch) walkTemporary(d *InboxDir, rel string) {
+	b.dirs = append(b.dirs, d)
+	for n, ch := range d.Children() {
+		switch op := ch.Operations().(type) {
+		case *InboxDir:
+			b.walkTemporary(op, path.Join(rel, n))
+		case *InboxFile:
+			if !isTemporaryName(n) {
+				b.errs = append(b.errs, fmt.Errorf("%w: %s: a Parquet file under a temporary directory (has the job that writes it finished?): move it out or remove it", ErrInvalidFile, path.Join(rel, n)))
+			}
+			b.other = append(b.other, op)
+		}
+	}
+}
+
+// lock sets the batch's files to committing; a file open for writing or
+// already committing is noted in b.busy (and not locked).
+func (b *batch) lock() {
+	for _, bf := range b.files {
+		f := bf.f
+		f.mu.Lock()
+		if f.state != stateStaged || f.writer != nil {
+			b.busy = append(b.busy, bf.rel)
+		} else {
+			if f.writeErr != nil {
+				b.errs = append(b.errs, fmt.Errorf("%w: %s: a write to the staged file failed, so it is incomplete: %w", ErrInvalidFile, bf.rel, f.writeErr))
+			}
+			f.state, f.done = stateCommitting, make(chan struct{})
+			b.size += f.staged
+			b.locked = append(b.locked, f)
+		}
+		f.mu.Unlock()
+	}
+}
+
+// unlock puts the locked files back to staged: the batch stays as it was.
+func (b *batch) unlock() {
+	for _, f := range b.locked {
+		f.restage()
+	}
+	b.locked = nil
+}
+
+// discard removes the batch from the inbox once committed (err == nil)
+// or after storage trouble: every staged file under it is removed and
+// the directory leaves the tree (files still open just write no more).
+func (b *batch) discard(sd *InboxDir, err error) {
+	errno := syscall.Errno(0)
+	if err != nil {
+		errno = syscall.EIO
+	}
+	for _, f := range b.locked {
+		b.in.drop(f, false)
+		f.finish(errno)
+	}
+	for _, f := range b.other {
+		f.abandon()
+		b.in.drop(f, false)
+	}
+	for i := len(b.dirs) - 1; i >= 0; i-- {
+		d := b.dirs[i]
+		if name, parent := d.Parent(); parent != nil {
+			parent.RmChild(name)
+		}
+		d.ForgetPersistent()
+	}
+}
