@@ -131,6 +131,17 @@ func (w inboxWriter) Append(ctx context.Context, files []nodes.StagedFile) (int6
 	return res.Version, nil
 }
 
+func (w inboxWriter) Check(ctx context.Context, files []nodes.StagedFile) error {
+	if w.refuse != nil {
+		return classify(w.refuse)
+	}
+	var errs []error
+	for _, f := range files {
+		errs = append(errs, w.c.Validate(ctx, writeback.File{LocalPath: f.LocalPath, Name: f.Name, PartitionValues: f.PartitionValues}))
+	}
+	return classify(errors.Join(errs...))
+}
+
 // classified is an error of the committer that also matches a nodes
 // sentinel, keeping the committer's message.
 type classified struct {

@@ -51,7 +51,8 @@ func tableFiles(t *testing.T, root string) map[string]int64 {
 }
 
 // TestInboxNamesStayInside tries hostile names in the inbox: each is
-// refused, and the table (its files and its versions) is unchanged.
+// refused (temporary ones are staged), and the table (its files and its
+// versions) is unchanged.
 func TestInboxNamesStayInside(t *testing.T) {
 	root := testenv.CopyFixture(t, fixtureAppend)
 	before := tableFiles(t, root)
@@ -60,7 +61,7 @@ func TestInboxNamesStayInside(t *testing.T) {
 	data := parquetBytes(t, []basicRow{{Letter: ptr("x"), Number: ptr[int64](1)}})
 	names := []string{
 		"../x.parquet", "../_delta_log/00000000000000000099.json", "../../t/x.parquet", "..", ".",
-		"_delta_log", "_x.parquet", ".x.parquet", ".", "sub/x.parquet",
+		".", "sub/x.parquet",
 		strings.Repeat("n", 201) + ".parquet", strings.Repeat("n", 300),
 		"a\x01b.parquet", "a\nb.parquet", "a\x7fb.parquet", "\xff\xfe.parquet",
 	}
@@ -71,6 +72,16 @@ func TestInboxNamesStayInside(t *testing.T) {
 		}
 		if err := os.Mkdir(filepath.Join(inbox, name), 0o755); err == nil {
 			t.Errorf("mkdir inbox/%q: made, want refused", name)
+		}
+	}
+	// Temporary names are staged (and a directory so named is a scratch
+	// directory), never committed by close: the table does not change.
+	for _, name := range []string{"_delta_log", "_x.parquet", ".x.parquet"} {
+		if err := os.WriteFile(filepath.Join(inbox, name), data, 0o644); err != nil {
+			t.Errorf("inbox/%q: %v, want staged", name, err)
+		}
+		if err := os.Mkdir(filepath.Join(inbox, name+".d"), 0o755); err != nil {
+			t.Errorf("mkdir inbox/%q: %v, want a scratch directory", name+".d", err)
 		}
 	}
 	if err := os.Mkdir(filepath.Join(mnt, "t", "_delta_log"), 0o755); err == nil {

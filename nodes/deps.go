@@ -226,4 +226,9 @@ type Writer interface {
 	// at most once per staged file and outcome: a refused file is only
 	// handed again after a new rename.
 	Append(ctx context.Context, files []StagedFile) (version int64, err error)
+	// Check validates the files as Append would, writing nothing: nil, or
+	// an error wrapping ErrInvalidFile that names every bad file (or
+	// ErrNotWritable, or storage trouble). The inbox uses it to name all
+	// the bad files of a batch that is refused for its layout too.
+	Check(ctx context.Context, files []StagedFile) error
 }

@@ -105,7 +105,7 @@ func (d *InboxDir) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAtt
 
 // infoNames are the files of the root besides staged ones, as of now.
 func (d *InboxDir) infoNames(ctx context.Context) []string {
-	if d.rel != "" {
+	if d.rel != "" || d.scratch {
 		return nil
 	}
 	if d.in.writable(ctx) != nil {

@@ -221,6 +221,7 @@ type batchFile struct {
 	f     *InboxFile
 	rel   string
 	parts map[string]*string
+	ok    bool // at a depth where files go (else its error is in batch.errs)
 }
 
 // batch is a scratch directory being committed to a final name.
@@ -282,15 +283,16 @@ func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, n
 	if len(b.files) == 0 && len(b.errs) == 0 {
 		b.errs = append(b.errs, fmt.Errorf("%w: batch %s holds no Parquet file (a file to commit has a name ending in .parquet, not starting with '.' or '_')", ErrInvalidFile, rel))
 	}
+	sfs := b.staged()
 	if len(b.errs) > 0 {
+		// Refused for its layout: name the bad content too.
+		if err := in.writer.Check(ctx, sfs); err != nil {
+			b.errs = append(b.errs, err)
+		}
 		b.unlock()
 		return in.refuseRename(rel, from, errors.Join(b.errs...))
 	}
 	start := time.Now()
-	sfs := make([]StagedFile, len(b.files))
-	for i, bf := range b.files {
-		sfs[i] = StagedFile{LocalPath: bf.f.path, Name: bf.rel, PartitionValues: bf.parts}
-	}
 	v, err := in.writer.Append(context.WithoutCancel(ctx), sfs)
 	if err != nil && keepOnRefusal(err) {
 		b.unlock()
@@ -302,6 +304,18 @@ func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, n
 	}
 	in.published(context.WithoutCancel(ctx), StatusEvent{Op: "commit", File: rel, From: from, Files: len(sfs), Bytes: b.size, Version: &v}, start)
 	return 0
+}
+
+// staged returns the batch's files that are in place (their directories
+// are partition directories of the table), for the Writer.
+func (b *batch) staged() []StagedFile {
+	var out []StagedFile
+	for _, bf := range b.files {
+		if bf.ok {
+			out = append(out, StagedFile{LocalPath: bf.f.path, Name: bf.rel, PartitionValues: bf.parts})
+		}
+	}
+	return out
 }
 
 // walk collects the files under dir (at partition depth depth, with
@@ -323,10 +337,11 @@ func (b *batch) walk(ctx context.Context, dir *InboxDir, rel string, parts map[s
 				b.other = append(b.other, op)
 				continue
 			}
-			if err := b.in.checkDepth(ctx, depth); err != nil {
+			err := b.in.checkDepth(ctx, depth)
+			if err != nil {
 				b.errs = append(b.errs, fmt.Errorf("%s: %w", path.Join(rel, n), err))
 			}
-			b.files = append(b.files, batchFile{f: op, rel: path.Join(rel, n), parts: parts})
+			b.files = append(b.files, batchFile{f: op, rel: path.Join(rel, n), parts: parts, ok: err == nil})
 		}
 	}
 }

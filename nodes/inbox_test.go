@@ -43,6 +43,20 @@ func (w *fakeWriter) PartitionColumns(context.Context) ([]*delta.StructField, er
 	return w.cols, nil
 }
 
+func (w *fakeWriter) Check(ctx context.Context, files []StagedFile) error {
+	var errs []error
+	for _, f := range files {
+		data, err := os.ReadFile(f.LocalPath)
+		if err != nil {
+			return err
+		}
+		if len(data) < 8 || !bytes.HasPrefix(data, []byte("PAR1")) || !bytes.HasSuffix(data, []byte("PAR1")) {
+			errs = append(errs, fmt.Errorf("%w: %s: not a Parquet file", ErrInvalidFile, f.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (w *fakeWriter) Append(ctx context.Context, files []StagedFile) (int64, error) {
 	var all [][]byte
 	var errs []error
