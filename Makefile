@@ -57,7 +57,7 @@ tools: ## install staticcheck, gotestsum and @duckdb/node-api into .tools/
 tools-servers: ## install the test servers versitygw, fake-gcs-server, azurite into .tools/
 	bash scripts/install-tools.sh servers
 
-tools-system: ## apt-get install fuse3 and a C compiler when missing (root)
+tools-system: ## apt-get install fuse3, rsync and a C compiler when missing (root)
 	bash scripts/install-tools.sh system
 
 fuzz: ## run every Fuzz* target for FUZZTIME each (default 30s)

@@ -160,6 +160,9 @@ func (in *inbox) state(ctx context.Context) *InboxState {
 	events := append([]StatusEvent(nil), in.status.events...)
 	in.status.mu.Unlock()
 	for _, e := range events {
+		if e.Op == "expire" {
+			continue // a stale staged file removed: neither
+		}
 		if e.Error == "" {
 			st.Commits++
 			continue

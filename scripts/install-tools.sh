@@ -4,10 +4,10 @@
 # Idempotent: a tool already installed at its pinned version is skipped.
 #
 # Usage: scripts/install-tools.sh TOOL|GROUP...
-#   tools:  cc fuse3 staticcheck gotestsum nfpm duckdb versitygw fake-gcs-server azurite
+#   tools:  cc fuse3 rsync staticcheck gotestsum nfpm duckdb versitygw fake-gcs-server azurite
 #   groups: dev     = staticcheck gotestsum nfpm duckdb (make tools)
 #           servers = versitygw fake-gcs-server azurite (make tools-servers)
-#           system  = cc fuse3   (apt packages; needs root)
+#           system  = cc fuse3 rsync (apt packages; needs root)
 #           ci      = system + dev
 set -euo pipefail
 
@@ -78,6 +78,7 @@ install_one() {
   case $1 in
     cc) have_cmd cc "C compiler (needed by go test -race)" || apt_install gcc libc6-dev ;;
     fuse3) have_cmd fusermount3 fuse3 || apt_install fuse3 ;;
+    rsync) have_cmd rsync "rsync (the inbox's rename tests)" || apt_install rsync ;;
     staticcheck) go_tool staticcheck honnef.co/go/tools/cmd/staticcheck honnef.co/go/tools "$STATICCHECK_VERSION" ;;
     gotestsum) go_tool gotestsum gotest.tools/gotestsum gotest.tools/gotestsum "$GOTESTSUM_VERSION" ;;
     versitygw) go_tool versitygw github.com/versity/versitygw/cmd/versitygw github.com/versity/versitygw "$VERSITYGW_VERSION" ;;
@@ -87,7 +88,7 @@ install_one() {
     azurite) npm_pkg azurite "$AZURITE_VERSION" ;;
     dev) install_one staticcheck; install_one gotestsum; install_one nfpm; install_one duckdb ;;
     servers) install_one versitygw; install_one fake-gcs-server; install_one azurite ;;
-    system) install_one cc; install_one fuse3 ;;
+    system) install_one cc; install_one fuse3; install_one rsync ;;
     ci) install_one system; install_one dev ;;
     *) log "unknown tool '$1' (see the usage at the top of $0)"; return 2 ;;
   esac
