@@ -47,6 +47,11 @@ import (
 // (storage trouble, a conflict not resolved in time). Either way the
 // staged copy is deleted and the file leaves the inbox: the outcome is in
 // _status.jsonl, and the user retries by writing the file again.
+//
+// A file with a temporary name, or in a scratch directory, is never
+// decided by a close, an fsync or a release: it stays staged until a
+// rename to a final name commits it (inbox_rename.go), it is deleted, or
+// SweepInbox removes it once stale.
 type InboxFile struct {
 	fs.Inode
 
