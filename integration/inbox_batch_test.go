@@ -243,3 +243,37 @@ func TestInboxDuckDBBatch(t *testing.T) {
 		t.Errorf("@v%d holds %d rows, want %d", v, got, want)
 	}
 }
+
+// TestInboxRsyncBatch: rsync -a of a directory tree into a scratch
+// directory (rsync makes its temporary names there, renames them, sets
+// modes and times of files and directories), then one rename: one
+// version with every file.
+func TestInboxRsyncBatch(t *testing.T) {
+	rsync := testenv.Tool(t, "rsync")
+	if rsync == "" {
+		return
+	}
+	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	inbox := filepath.Join(tdir, "inbox")
+	before := latestSnapshot(t, root)
+	src := t.TempDir()
+	files := map[string][]byte{}
+	for i := range 6 {
+		files[fmt.Sprintf("letter=%s/part-%d.parquet", []string{"a", "b"}[i%2], i)] = parquetBytes(t, []basicDataRow{{ptr(int64(i)), nil}})
+	}
+	writeFiles(t, src, files)
+	if out, err := run(t, rsync, "-a", src+"/", filepath.Join(inbox, ".b1")+"/"); err != nil {
+		t.Fatalf("rsync -a into a scratch directory: %v\n%s", err, out)
+	}
+	checkUnchanged(t, root, before)
+	if err := os.Rename(filepath.Join(inbox, ".b1"), filepath.Join(inbox, "b1")); err != nil {
+		t.Fatalf("rename of the batch: %v", err)
+	}
+	after := latestSnapshot(t, root)
+	if after.Version() != before.Version()+1 || commitAdds(t, root, after.Version()) != 6 {
+		t.Fatalf("version %d, want %d with 6 adds", after.Version(), before.Version()+1)
+	}
+	if got := newFilesByPartition(t, before, after); got["a"] != 3 || got["b"] != 3 {
+		t.Errorf("new files by partition %v, want 3 in a and 3 in b", got)
+	}
+}

@@ -92,6 +92,9 @@ func checkCommitted(t *testing.T, c inboxCase, root, tdir, file string, before *
 	if got, err := os.Readlink(filepath.Join(tdir, "@latest")); err != nil || got != fmt.Sprintf("@v%d", v+1) {
 		t.Errorf("@latest -> %q, %v right after the rename; want @v%d", got, err, v+1)
 	}
+	if _, err := os.Stat(filepath.Join(tdir, "inbox", file)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stat of the committed %s: %v, want ENOENT", file, err)
+	}
 	if n := commitAdds(t, root, v+1); n != 1 {
 		t.Errorf("commit %d has %d adds, want 1", v+1, n)
 	}

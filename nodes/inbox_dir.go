@@ -35,9 +35,9 @@ import (
 // an empty partition or scratch dir, rename of a staged file or scratch
 // dir to a free name anywhere in the same inbox (a rename to a final name
 // commits: inbox_rename.go; EXDEV out of the inbox, so mv copies; EBUSY
-// while it commits; EEXIST onto a taken name). Refused: renaming a
-// partition dir, symlinks, hard links and special files (EPERM), setattr
-// on directories (EPERM).
+// while it commits; EEXIST onto a taken name), setattr of directories
+// (accepted, not kept). Refused: renaming a partition dir, symlinks, hard
+// links and special files (EPERM).
 type InboxDir struct {
 	fs.Inode
 
@@ -47,6 +47,8 @@ type InboxDir struct {
 	// scratch: a temporary directory or one inside it (see the type's doc).
 	scratch bool
 	active  atomic.Int64 // unix nanoseconds of the last entry made or moved in (SweepInbox)
+	// gone: a batch committed (see InboxFile.renamedAway).
+	gone atomic.Bool
 }
 
 var (
@@ -93,14 +95,19 @@ func (d *InboxDir) fill(ctx context.Context, a *fuse.Attr) {
 
 // Getattr reports the directory.
 func (d *InboxDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if d.gone.Load() {
+		return syscall.ENOENT
+	}
 	d.fill(ctx, &out.Attr)
 	out.SetTimeout(d.in.dir.env.Opts.ShortTimeout)
 	return 0
 }
 
-// Setattr refuses chmod, chown and utimes of the directory.
+// Setattr accepts chmod, chown and utimes of the directory and keeps
+// none of them, as for staged files: rsync -a, cp -a and Hadoop's mkdirs
+// set them on the directories they make.
 func (d *InboxDir) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return syscall.EPERM
+	return d.Getattr(ctx, f, out)
 }
 
 // infoNames are the files of the root besides staged ones, as of now.

@@ -62,6 +62,10 @@ type InboxFile struct {
 	dir    *InboxDir     // guarded by mu: where the file is (renames move it)
 	name   string        // guarded by mu
 	active time.Time     // guarded by mu: the last create, write, truncate or rename (see SweepInbox)
+	// renamedAway: committed by a rename; the kernel may still hold the
+	// new name's dentry for a moment (see forgetRenamed): Getattr says
+	// ENOENT, as a fresh lookup would.
+	renamedAway bool // guarded by mu
 	state  fileState     // guarded by mu
 	done   chan struct{} // guarded by mu: closed when the commit ended
 	errno  syscall.Errno // guarded by mu: the outcome once stateDone
@@ -133,8 +137,11 @@ func (f *InboxFile) temporaryLocked() bool { return f.dir.scratch || isTemporary
 // Getattr reports the staged size (or the committed size once done).
 func (f *InboxFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	f.mu.Lock()
-	size, mtime := f.size, time.Time{}
+	size, mtime, gone := f.size, time.Time{}, f.renamedAway
 	f.mu.Unlock()
+	if gone {
+		return syscall.ENOENT
+	}
 	if st, err := os.Stat(f.path); err == nil {
 		size, mtime = st.Size(), st.ModTime()
 	}

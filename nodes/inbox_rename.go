@@ -165,9 +165,13 @@ func (in *inbox) renameFile(ctx context.Context, f *InboxFile, dst *InboxDir, na
 		v, err = in.writer.Append(context.WithoutCancel(ctx), []StagedFile{sf})
 	}
 	if err == nil {
+		f.mu.Lock()
+		f.renamedAway = true
+		f.mu.Unlock()
 		in.drop(f, false)
 		f.finish(0)
 		in.published(context.WithoutCancel(ctx), StatusEvent{Op: "commit", File: rel, From: from, Bytes: size, Version: &v}, start)
+		forgetRenamed(dst, name)
 		return 0
 	}
 	if keepOnRefusal(err) {
@@ -303,7 +307,18 @@ func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, n
 		return in.refuseRename(rel, from, err)
 	}
 	in.published(context.WithoutCancel(ctx), StatusEvent{Op: "commit", File: rel, From: from, Files: len(sfs), Bytes: b.size, Version: &v}, start)
+	forgetRenamed(dst, name)
 	return 0
+}
+
+// forgetRenamed tells the kernel that dir/name, where a committed rename
+// just put its dentry, is gone: the entry's short timeout is a jiffy,
+// and a stat right after the rename would still find it. The kernel
+// holds dir's lock until the rename completes and the notification
+// waits for it, so it runs after the reply, on its own goroutine; it
+// ends when the kernel took it (or the mount is gone).
+func forgetRenamed(dir *InboxDir, name string) {
+	go dir.NotifyEntry(name)
 }
 
 // staged returns the batch's files that are in place (their directories
@@ -444,6 +459,7 @@ func (b *batch) discard(sd *InboxDir, err error) {
 	}
 	for i := len(b.dirs) - 1; i >= 0; i-- {
 		d := b.dirs[i]
+		d.gone.Store(true)
 		if name, parent := d.Parent(); parent != nil {
 			parent.RmChild(name)
 		}
