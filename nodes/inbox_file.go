@@ -59,18 +59,18 @@ type InboxFile struct {
 	path string // the staging file
 
 	mu     sync.Mutex
-	dir    *InboxDir     // guarded by mu: where the file is (renames move it)
-	name   string        // guarded by mu
-	active time.Time     // guarded by mu: the last create, write, truncate or rename (see SweepInbox)
+	dir    *InboxDir // guarded by mu: where the file is (renames move it)
+	name   string    // guarded by mu
+	active time.Time // guarded by mu: the last create, write, truncate or rename (see SweepInbox)
 	// renamedAway: committed by a rename; the kernel may still hold the
 	// new name's dentry for a moment (see forgetRenamed): Getattr says
 	// ENOENT, as a fresh lookup would.
-	renamedAway bool // guarded by mu
-	state  fileState     // guarded by mu
-	done   chan struct{} // guarded by mu: closed when the commit ended
-	errno  syscall.Errno // guarded by mu: the outcome once stateDone
-	writer *inboxHandle  // guarded by mu: the one open write handle not yet closed for good, or nil
-	size   int64         // guarded by mu: the size when the commit began
+	renamedAway bool          // guarded by mu
+	state       fileState     // guarded by mu
+	done        chan struct{} // guarded by mu: closed when the commit ended
+	errno       syscall.Errno // guarded by mu: the outcome once stateDone
+	writer      *inboxHandle  // guarded by mu: the one open write handle not yet closed for good, or nil
+	size        int64         // guarded by mu: the size when the commit began
 	// staged is the staging file's size as the writes made it, counted
 	// against the mount's staging budget until the file leaves.
 	staged   int64 // guarded by mu
