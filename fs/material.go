@@ -85,16 +85,12 @@ func (m *materializer) derive(ctx context.Context, snap *delta.Snapshot, f *delt
 	key := strings.Join([]string{"deltafs-composite/v1", t.store.String(), f.Key,
 		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping}, "|")
 	build := m.progress(t.name, snap, f, func(w io.Writer) error {
-		deleted, err := snap.DeletedRows(ctx, f.Add)
-		if err != nil {
-			return err
-		}
 		src, release, err := m.data.readerAtFor(ctx, t, f)
 		if err != nil {
 			return err
 		}
 		defer release()
-		plan, err := pqfile.NewPlan(src, f.Add.Size, deleted, rename)
+		plan, err := planFor(ctx, snap, f, rename, src)
 		if err != nil {
 			return err
 		}

@@ -96,7 +96,7 @@ func TestLsOldVersionAndText(t *testing.T) {
 		t.Errorf("v0 has %v rows, want 3", rows)
 	}
 	out, _, code = deltafs(t, "ls", table)
-	if code != 0 || !strings.Contains(out, "version 1: 2 files, 5 rows") || !strings.HasPrefix(strings.TrimSpace(out), "STORED") {
+	if code != 0 || !strings.Contains(out, "version 1: 2 files, 5 rows") || !strings.HasPrefix(strings.TrimSpace(out), "SIZE") {
 		t.Errorf("text ls: exit %d, output %q", code, out)
 	}
 }

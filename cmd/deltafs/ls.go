@@ -12,14 +12,18 @@ import (
 	"strings"
 
 	"github.com/deltafs/deltafs/delta"
+	dfs "github.com/deltafs/deltafs/fs"
 )
 
 const lsHelp = `List the live data files of a table at a version: the files a reader of that
 version reads, with their row counts after deletion vectors.
 
-STORED is the size of the file in the table (JSON: size). A mount serves a
-file with deleted rows rewritten without them, so ls -l there shows a
-different size for it.
+SIZE is the size a mount serves, what ls -l shows there (JSON: servedSize):
+a file with a deletion vector, or any file of a column-mapped table, is
+served rewritten (deleted rows removed, logical column names), so its SIZE
+differs from the size stored in the table (JSON: size). Computing it reads
+the file's footer and the row groups with deleted rows, as the mount does
+on the first stat; --stored prints the stored sizes and reads no data file.
 
 SPEC is latest (default), vN, or a time: 2026-05-01 (UTC midnight),
 2026-05-01T14:30:00Z, 2026-05-01T16:30:00+02:00 or 20260501143000000.
@@ -32,7 +36,8 @@ Examples:
 
 type lsEntry struct {
 	Path            string             `json:"path"`
-	Size            int64              `json:"size"`
+	Size            int64              `json:"size"`                 // stored, as in the add action
+	ServedSize      int64              `json:"servedSize,omitempty"` // what a mount serves; 0 with --stored
 	PartitionValues map[string]*string `json:"partitionValues"`
 	NumRecords      int64              `json:"numRecords"`
 	DeletedRows     int64              `json:"deletedRows"`
@@ -43,6 +48,7 @@ type lsEntry struct {
 func runLs(ctx context.Context, args []string) error {
 	fs := newFlags("ls", "URL[@SPEC]", lsHelp)
 	asJSON := fs.Bool("json", false, "print one JSON object per file")
+	storedOnly := fs.Bool("stored", false, "print stored sizes only, without reading data files (a mount serves DV'd and column-mapped files with other sizes)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -64,19 +70,36 @@ func runLs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var served servedSizer
+	if !*storedOnly {
+		sizes, err := dfs.NewServedSizes(snap)
+		if err != nil {
+			return err
+		}
+		served = func(f *delta.LiveFile) (int64, error) {
+			if !sizes.Rewritten(f) {
+				return f.Add.Size, nil
+			}
+			return sizes.Size(ctx, f, delta.NewReaderAt(ctx, t.Storage(), f.Key))
+		}
+	}
 	out := bufio.NewWriterSize(os.Stdout, 64<<10)
 	defer out.Flush()
 	if *asJSON {
 		enc := json.NewEncoder(out)
-		return eachLsEntry(ctx, snap, func(e lsEntry) error { return enc.Encode(e) })
+		return eachLsEntry(ctx, snap, served, func(e lsEntry) error { return enc.Encode(e) })
 	}
-	return printLs(ctx, out, snap)
+	return printLs(ctx, out, snap, served)
 }
+
+// servedSizer returns the size a mount serves for a live file; nil: the
+// stored sizes only.
+type servedSizer func(f *delta.LiveFile) (int64, error)
 
 // eachLsEntry calls fn for each live file of snap in path order. It holds
 // one pointer a file for the sort and makes each entry as it is printed,
 // so that listing 1,000,000 files costs little beyond the snapshot.
-func eachLsEntry(ctx context.Context, snap *delta.Snapshot, fn func(lsEntry) error) error {
+func eachLsEntry(ctx context.Context, snap *delta.Snapshot, served servedSizer, fn func(lsEntry) error) error {
 	adds := slices.Clone(snap.Files())
 	slices.SortFunc(adds, func(a, b *delta.Add) int {
 		if c := cmp.Compare(a.Path, b.Path); c != 0 {
@@ -97,11 +120,19 @@ func eachLsEntry(ctx context.Context, snap *delta.Snapshot, fn func(lsEntry) err
 		if dv := a.DeletionVector; dv != nil {
 			deleted = dv.Cardinality
 		}
-		if err := fn(lsEntry{
+		e := lsEntry{
 			Path: f.Key, Size: a.Size, PartitionValues: f.PartitionValues,
 			NumRecords: n, DeletedRows: deleted, Rows: n - deleted,
 			DeletionVector: a.DeletionVector.UniqueID(),
-		}); err != nil {
+		}
+		if served != nil {
+			size, err := served(&f)
+			if err != nil {
+				return err
+			}
+			e.ServedSize = size
+		}
+		if err := fn(e); err != nil {
 			return err
 		}
 	}
@@ -110,18 +141,30 @@ func eachLsEntry(ctx context.Context, snap *delta.Snapshot, fn func(lsEntry) err
 
 // printLs prints the human table. Columns have fixed widths (wide enough
 // for any size and row count) so that lines go out as they are made.
-func printLs(ctx context.Context, w *bufio.Writer, snap *delta.Snapshot) error {
-	var rows, size, files int64
-	fmt.Fprintf(w, "%14s  %12s  %10s  %s\n", "STORED", "ROWS", "DELETED", "PATH")
-	err := eachLsEntry(ctx, snap, func(e lsEntry) error {
-		rows, size, files = rows+e.Rows, size+e.Size, files+1
-		_, err := fmt.Fprintf(w, "%14d  %12d  %10d  %s%s\n", e.Size, e.Rows, e.DeletedRows, e.Path, partitionSuffix(e.PartitionValues))
+func printLs(ctx context.Context, w *bufio.Writer, snap *delta.Snapshot, served servedSizer) error {
+	var rows, stored, size, files int64
+	header := "SIZE"
+	if served == nil {
+		header = "STORED"
+	}
+	fmt.Fprintf(w, "%14s  %12s  %10s  %s\n", header, "ROWS", "DELETED", "PATH")
+	err := eachLsEntry(ctx, snap, served, func(e lsEntry) error {
+		n := e.Size
+		if served != nil {
+			n = e.ServedSize
+		}
+		rows, stored, size, files = rows+e.Rows, stored+e.Size, size+n, files+1
+		_, err := fmt.Fprintf(w, "%14d  %12d  %10d  %s%s\n", n, e.Rows, e.DeletedRows, e.Path, partitionSuffix(e.PartitionValues))
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "version %d: %d files, %d rows, %d bytes stored\n", snap.Version(), files, rows, size)
+	if served == nil {
+		_, err = fmt.Fprintf(w, "version %d: %d files, %d rows, %d bytes stored\n", snap.Version(), files, rows, stored)
+	} else {
+		_, err = fmt.Fprintf(w, "version %d: %d files, %d rows, %d bytes served, %d stored\n", snap.Version(), files, rows, size, stored)
+	}
 	return err
 }
 

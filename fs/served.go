@@ -1,0 +1,64 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/pqfile"
+)
+
+// planFor returns the rewrite of the live file f of snap, read from src:
+// its deleted rows removed and, in a column-mapped table, its physical
+// column names replaced by logical ones. The materializer writes it to
+// the disk cache; ServedSize only measures it.
+func planFor(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, rename *pqfile.Rename, src io.ReaderAt) (*pqfile.Plan, error) {
+	deleted, err := snap.DeletedRows(ctx, f.Add)
+	if err != nil {
+		return nil, err
+	}
+	return pqfile.NewPlan(src, f.Add.Size, deleted, rename)
+}
+
+// ServedSizes gives the sizes a mount gives the live files of one
+// snapshot in stat(2): the stored size for a file served byte for byte,
+// the size of the rewritten file for one with a deletion vector or in a
+// column-mapped table. The latter is the materializer's own plan, laid
+// out without being written anywhere.
+type ServedSizes struct {
+	snap   *delta.Snapshot
+	rename *pqfile.Rename // nil: the table maps no columns
+}
+
+// NewServedSizes returns the ServedSizes of snap.
+func NewServedSizes(snap *delta.Snapshot) (*ServedSizes, error) {
+	rename, _, err := renameFor(snap)
+	if err != nil {
+		return nil, err
+	}
+	return &ServedSizes{snap: snap, rename: rename}, nil
+}
+
+// Rewritten reports whether the mount serves f rewritten, with another
+// size than stored.
+func (s *ServedSizes) Rewritten(f *delta.LiveFile) bool {
+	return s.rename != nil || f.Add.DeletionVector != nil
+}
+
+// Size returns the served size of f. For a rewritten file it reads src,
+// the stored bytes: the footer and the row groups with deleted rows.
+func (s *ServedSizes) Size(ctx context.Context, f *delta.LiveFile, src io.ReaderAt) (int64, error) {
+	if !s.Rewritten(f) {
+		return f.Add.Size, nil
+	}
+	plan, err := planFor(ctx, s.snap, f, s.rename, src)
+	if err != nil {
+		return 0, fmt.Errorf("served size of %s: %w", f.Key, err)
+	}
+	l, err := plan.WriteLayout(io.Discard)
+	if err != nil {
+		return 0, fmt.Errorf("served size of %s: %w", f.Key, err)
+	}
+	return l.Size(), nil
+}
