@@ -277,3 +277,35 @@ func TestInboxRsyncBatch(t *testing.T) {
 		t.Errorf("new files by partition %v, want 3 in a and 3 in b", got)
 	}
 }
+
+// TestInboxDuckDBFile: DuckDB's COPY of one file, straight to a final
+// name (committed when DuckDB closes it) and to a temporary name renamed
+// into place.
+func TestInboxDuckDBFile(t *testing.T) {
+	if testenv.NodeDir(t, "@duckdb/node-api") == "" {
+		return
+	}
+	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{})
+	inbox := filepath.Join(tdir, "inbox")
+	before := latestSnapshot(t, root)
+	const rows = `SELECT 'd' AS letter, i::BIGINT AS number, i / 2 AS a_float FROM range(5) t(i)`
+	duckdbRun(t, fmt.Sprintf(`COPY (%s) TO '%s' (FORMAT parquet)`, rows, filepath.Join(inbox, "direct.parquet")))
+	if v := latestSnapshot(t, root).Version(); v != before.Version()+1 {
+		t.Fatalf("after COPY to a final name: version %d, want %d", v, before.Version()+1)
+	}
+	tmp := filepath.Join(inbox, ".staged.parquet.tmp")
+	duckdbRun(t, fmt.Sprintf(`COPY (%s) TO '%s' (FORMAT parquet)`, rows, tmp))
+	if v := latestSnapshot(t, root).Version(); v != before.Version()+1 {
+		t.Fatalf("after COPY to a temporary name: version %d, want %d", v, before.Version()+1)
+	}
+	if err := os.Rename(tmp, filepath.Join(inbox, "staged.parquet")); err != nil {
+		t.Fatalf("rename: %v", err)
+	}
+	after := latestSnapshot(t, root)
+	if after.Version() != before.Version()+2 || commitAdds(t, root, after.Version()) != 1 {
+		t.Fatalf("version %d, want %d with one add", after.Version(), before.Version()+2)
+	}
+	if got, want := rowCount(t, filepath.Join(tdir, "@latest")), rowCount(t, filepath.Join(tdir, fmt.Sprintf("@v%d", before.Version())))+10; got != want {
+		t.Errorf("@latest holds %d rows, want %d", got, want)
+	}
+}
