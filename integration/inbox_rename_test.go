@@ -368,3 +368,37 @@ func inboxStatusOps(t *testing.T, tdir string) []struct{ Op, File string } {
 	}
 	return out
 }
+
+// TestInboxRenameIncomplete: a temporary file whose write failed
+// (--cache-size spent) is refused by its rename with ENOSPC and kept;
+// rewritten from the start, the same rename commits it.
+func TestInboxRenameIncomplete(t *testing.T) {
+	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{CacheSize: 256 << 10})
+	inbox := filepath.Join(tdir, "inbox")
+	before := latestSnapshot(t, root)
+	tmp := filepath.Join(inbox, "big.parquet.part")
+	f, err := os.Create(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 1<<20)); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("write beyond --cache-size: %v, want ENOSPC", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("close of a temporary name: %v, want 0 (staged, not committed)", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(inbox, "big.parquet")); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("rename of the incomplete file: %v, want ENOSPC", err)
+	}
+	checkUnchanged(t, root, before)
+	data := parquetBytes(t, []basicRow{{ptr("small"), ptr[int64](1), nil}})
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatalf("rewrite of the kept file: %v", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(inbox, "big.parquet")); err != nil {
+		t.Fatalf("rename after the rewrite: %v", err)
+	}
+	if v := latestSnapshot(t, root).Version(); v != before.Version()+1 {
+		t.Errorf("version %d, want %d", v, before.Version()+1)
+	}
+}

@@ -129,14 +129,14 @@ func (d *InboxDir) Rename(ctx context.Context, name string, newParent fs.InodeEm
 // file written under a final name), and so does an empty one (as after
 // touch, it waits to be written).
 func (in *inbox) renameFile(ctx context.Context, f *InboxFile, dst *InboxDir, name string) syscall.Errno {
-	rel := dst.relOf(name)
+	rel, from := dst.relOf(name), f.rel()
 	final := !dst.scratch && !isTemporaryName(name)
 	if final {
 		if err := in.writable(ctx); err != nil {
-			return in.refuse("rename", rel, err)
+			return in.refuseRename(rel, from, err)
 		}
 		if err := in.checkLeaf(ctx, dst); err != nil {
-			return in.refuse("rename", rel, err)
+			return in.refuseRename(rel, from, err)
 		}
 	}
 	f.mu.Lock()
@@ -150,20 +150,19 @@ func (in *inbox) renameFile(ctx context.Context, f *InboxFile, dst *InboxDir, na
 		dst.touch()
 		return 0
 	}
+	if f.writeErr != nil {
+		// Kept: truncating and writing it again clears the error.
+		err := fmt.Errorf("%s: a write to the staged file failed, so it is incomplete: %w", from, f.writeErr)
+		f.mu.Unlock()
+		return in.refuseRename(rel, from, err)
+	}
 	f.state, f.done = stateCommitting, make(chan struct{})
-	from, size, werr := f.relLocked(), f.staged, f.writeErr
+	size := f.staged
 	f.mu.Unlock()
 
-	var err error
-	if werr != nil {
-		err = fmt.Errorf("%w: %s: a write to the staged file failed, so it is incomplete: %w", ErrInvalidFile, from, werr)
-	}
 	sf := StagedFile{LocalPath: f.path, Name: rel, PartitionValues: dst.parts}
 	start := time.Now()
-	var v int64
-	if err == nil {
-		v, err = in.writer.Append(context.WithoutCancel(ctx), []StagedFile{sf})
-	}
+	v, err := in.writer.Append(context.WithoutCancel(ctx), []StagedFile{sf})
 	if err == nil {
 		f.mu.Lock()
 		f.renamedAway = true
@@ -423,7 +422,7 @@ func (b *batch) lock() {
 			b.busy = append(b.busy, bf.rel)
 		} else {
 			if f.writeErr != nil {
-				b.errs = append(b.errs, fmt.Errorf("%w: %s: a write to the staged file failed, so it is incomplete: %w", ErrInvalidFile, bf.rel, f.writeErr))
+				b.errs = append(b.errs, fmt.Errorf("%s: a write to the staged file failed, so it is incomplete: %w", bf.rel, f.writeErr))
 			}
 			f.state, f.done = stateCommitting, make(chan struct{})
 			b.size += f.staged
