@@ -309,3 +309,36 @@ func TestInboxDuckDBFile(t *testing.T) {
 		t.Errorf("@latest holds %d rows, want %d", got, want)
 	}
 }
+
+// TestInboxMvDirectoryFromElsewhere: mv of a directory from another file
+// system is a copy, file by file. Under a final label it is refused at
+// the mkdir (the source stays); under a temporary name it lands staged,
+// and the rename into place is one version.
+func TestInboxMvDirectoryFromElsewhere(t *testing.T) {
+	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	inbox := filepath.Join(tdir, "inbox")
+	before := latestSnapshot(t, root)
+	src := filepath.Join(t.TempDir(), "out")
+	writeFiles(t, src, map[string][]byte{
+		"letter=a/p1.parquet": parquetBytes(t, []basicDataRow{{ptr[int64](1), nil}}),
+		"letter=b/p2.parquet": parquetBytes(t, []basicDataRow{{ptr[int64](2), nil}}),
+	})
+	if out, err := run(t, "mv", src, filepath.Join(inbox, "out")); err == nil {
+		t.Errorf("mv of a directory under a final label succeeded:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(src, "letter=a", "p1.parquet")); err != nil {
+		t.Errorf("the source after the refused mv: %v", err)
+	}
+	checkUnchanged(t, root, before)
+	if out, err := run(t, "mv", src, filepath.Join(inbox, ".out")); err != nil {
+		t.Fatalf("mv under a temporary name: %v\n%s", err, out)
+	}
+	checkUnchanged(t, root, before)
+	if out, err := run(t, "mv", filepath.Join(inbox, ".out"), filepath.Join(inbox, "out")); err != nil {
+		t.Fatalf("mv into place: %v\n%s", err, out)
+	}
+	after := latestSnapshot(t, root)
+	if after.Version() != before.Version()+1 || commitAdds(t, root, after.Version()) != 2 {
+		t.Errorf("version %d, want %d with 2 adds", after.Version(), before.Version()+1)
+	}
+}
