@@ -135,7 +135,9 @@ func (d *InboxDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	}
 	var a fuse.AttrOut
 	if ga, ok := ch.Operations().(fs.NodeGetattrer); ok {
-		ga.Getattr(ctx, nil, &a)
+		if errno := ga.Getattr(ctx, nil, &a); errno != 0 {
+			return nil, errno // committed away while we looked
+		}
 	}
 	out.Attr = a.Attr
 	out.SetEntryTimeout(inboxTimeout)
@@ -161,6 +163,9 @@ func (d *InboxDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	info := d.infoNames(ctx)
 	var list []fuse.DirEntry
 	for name, ch := range d.Children() {
+		if sub, ok := ch.Operations().(*InboxDir); ok && sub.gone.Load() {
+			continue // a committed batch a racing LOOKUP put back (see Lookup)
+		}
 		if name != ReasonName && name != InboxStatusName {
 			list = append(list, fuse.DirEntry{Name: name, Mode: ch.Mode(), Ino: ch.StableAttr().Ino})
 		}
