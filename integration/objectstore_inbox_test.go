@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +86,36 @@ func TestS3InboxRefusedWithoutAtomicPut(t *testing.T) {
 	}
 	if s, err := delta.Open(openStore(t, srv.BucketURL("warehouse/basic")), delta.Options{}).Latest(context.Background()); err != nil || s.Version() != 2 {
 		t.Fatalf("single-writer append did not land: %v", err)
+	}
+}
+
+// TestS3InboxBatch: a scratch directory renamed into place in the inbox
+// of a table in S3 is one version holding every file, there when the
+// rename returns.
+func TestS3InboxBatch(t *testing.T) {
+	testenv.RequireFUSE(t)
+	srv := testenv.StartS3(t)
+	testenv.UploadDir(t, srv.URL, "warehouse/part", testenv.Fixture(t, fixturePartitioned))
+	u := srv.BucketURL("warehouse/part")
+	before, err := delta.Open(openStore(t, u), delta.Options{}).Latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: u}}})
+	inbox := filepath.Join(mnt, "t", "inbox")
+	files := map[string][]byte{}
+	for i := range 4 {
+		files[filepath.Join("letter="+[]string{"a", "b"}[i%2], fmt.Sprintf("p%d.parquet", i))] = parquetBytes(t, []basicDataRow{{ptr(int64(i)), nil}})
+	}
+	writeFiles(t, filepath.Join(inbox, ".job"), files)
+	if err := os.Rename(filepath.Join(inbox, ".job"), filepath.Join(inbox, "job")); err != nil {
+		t.Fatalf("rename of the batch: %v", err)
+	}
+	after, err := delta.Open(openStore(t, u), delta.Options{}).Latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Version() != before.Version()+1 || len(after.Files()) != len(before.Files())+4 {
+		t.Fatalf("after the rename: v%d with %d files; want v%d with %d", after.Version(), len(after.Files()), before.Version()+1, len(before.Files())+4)
 	}
 }
