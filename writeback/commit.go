@@ -54,6 +54,7 @@ func (c *Committer) Append(ctx context.Context, files []File) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	defer cleanupAll(preps)
 	ups, err := c.uploadAll(ctx, preps)
 	if err != nil {
 		return Result{}, err
@@ -100,9 +101,17 @@ func (c *Committer) prepareAll(snap *delta.Snapshot, files []File) ([]*prepared,
 		out = append(out, p)
 	}
 	if len(errs) > 0 {
+		cleanupAll(out)
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// cleanupAll removes the re-encoded copies of preps (prepared.cleanup).
+func cleanupAll(preps []*prepared) {
+	for _, p := range preps {
+		p.cleanup()
+	}
 }
 
 // commitLoop puts the commit at the version after snap, rebuilding it on
@@ -241,6 +250,11 @@ func (c *Committer) revalidate(ctx context.Context, snap *delta.Snapshot, tx *tx
 		p, err := c.prepare(snap, u.prep.file)
 		if err != nil {
 			return fmt.Errorf("table changed at version %d while appending: %w", snap.Version(), err)
+		}
+		if p.widened != u.prep.widened {
+			// Re-encoded against the new schema: the copy lives only until
+			// it is uploaded (the Append's cleanup knows the first one).
+			defer p.cleanup()
 		}
 		if p.fingerprint() == u.prep.fingerprint() {
 			continue

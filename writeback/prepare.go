@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ type prepared struct {
 	stats      string
 	partValues map[string]*string // physical name -> canonical value
 	dir        string             // partition directories ("a=1/b=x/"), "" when unpartitioned
+	widened    string             // the re-encoded copy file points at, removed by cleanup; "" if none
 }
 
 // fingerprint identifies what an upload of p contains and where it goes:
@@ -55,24 +57,77 @@ func (c *Committer) prepare(snap *delta.Snapshot, f File) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	pq, err := openParquet(f.LocalPath, display)
+	pq, sc, err := c.openChecked(p, schema, partCols, m.ColumnMapping())
 	if err != nil {
 		return nil, err
 	}
 	defer pq.Close()
-	sc := &schemaCheck{file: display, mode: m.ColumnMapping(), renames: map[string]renameTo{}}
-	if err := sc.checkTopLevel(schema, partCols, pq.root); err != nil {
+	if err := p.checkAndStat(snap, m, schema, partCols, pq, sc); err != nil {
+		p.cleanup()
 		return nil, err
 	}
+	return p, nil
+}
+
+// openChecked opens p's file and matches its schema against the table's.
+// A file whose columns only need lossless widenings is re-encoded first
+// (widen.go) and p.file becomes the re-encoded copy, which must then
+// match exactly: what is checked, measured and uploaded is that copy.
+func (c *Committer) openChecked(p *prepared, schema *delta.StructType, partCols map[string]bool, mode delta.ColumnMappingMode) (*pqFile, *schemaCheck, error) {
+	pq, err := openParquet(p.file.LocalPath, p.display)
+	if err != nil {
+		return nil, nil, err
+	}
+	var widen []widening
+	sc := &schemaCheck{file: p.display, mode: mode, renames: map[string]renameTo{}, widen: &widen}
+	if err := sc.checkTopLevel(schema, partCols, pq.root); err != nil {
+		pq.Close()
+		return nil, nil, err
+	}
+	if len(widen) == 0 {
+		return pq, sc, nil
+	}
+	pq.Close()
+	path, err := widenFile(p.file.LocalPath, c.opts.TempDir, widen, p.display)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.widened = path
+	p.file.LocalPath, p.file.Owned = path, true
+	if pq, err = openParquet(path, p.display); err == nil {
+		sc = &schemaCheck{file: p.display, mode: mode, renames: map[string]renameTo{}}
+		if err = sc.checkTopLevel(schema, partCols, pq.root); err != nil {
+			pq.Close()
+			err = fmt.Errorf("re-encoded copy of %s still does not match the table: %w", p.display, err)
+		}
+	}
+	if err != nil {
+		p.cleanup()
+		return nil, nil, err
+	}
+	return pq, sc, nil
+}
+
+// cleanup removes the re-encoded copy of the file, if one was made.
+func (p *prepared) cleanup() {
+	if p.widened != "" {
+		os.Remove(p.widened)
+	}
+}
+
+// checkAndStat runs the content checks (nulls, constraints) on the
+// opened file and computes the add action's statistics.
+func (p *prepared) checkAndStat(snap *delta.Snapshot, m *delta.Metadata, schema *delta.StructType, partCols map[string]bool, pq *pqFile, sc *schemaCheck) error {
+	display := p.display
 	if err := checkNoNulls(pq, sc.nonNull, display); err != nil {
-		return nil, err
+		return err
 	}
 	cs, err := tableConstraints(m, schema)
 	if err != nil {
-		return nil, fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
+		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
 	}
 	if err := p.checkConstraints(cs, schema, pq, sc.leaves, partCols, m.ColumnMapping()); err != nil {
-		return nil, err
+		return err
 	}
 	if sc.mode != delta.ColumnMappingNone {
 		p.renames = sc.renames
@@ -80,10 +135,7 @@ func (c *Committer) prepare(snap *delta.Snapshot, f File) (*prepared, error) {
 	p.codec = codecName(pq.meta)
 	p.numRecords = pq.meta.NumRows
 	p.stats, err = buildStats(pq, sc.leaves, statsSelector(snap, schema, partCols), stringPrefix(m), display)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+	return err
 }
 
 // setPartition checks the partition values given for the file: one per

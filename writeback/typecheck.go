@@ -20,6 +20,9 @@ type schemaCheck struct {
 	renames map[string]renameTo // by source path (pathKey)
 	nonNull []nonNullNode
 	leaves  []statLeaf
+	// widen, when not nil, collects the leaves of a lossless widening
+	// (widen.go) instead of refusing them; nil: every type must match.
+	widen *[]widening
 }
 
 // renameTo is the physical name and field id of a Parquet element.
@@ -161,10 +164,23 @@ func (c *schemaCheck) checkType(t delta.DataType, n *pqNode, src, phys []string,
 	if n.leaf < 0 {
 		return c.mismatch(src, t, n, "")
 	}
-	if !primitiveOK(t, n.el) {
-		return c.mismatch(src, t, n, "")
+	if primitiveOK(t, n.el) {
+		return nil
 	}
-	return nil
+	ft := fileType(n.el)
+	if ft != nil && widens(ft, t) {
+		if c.widen != nil && viaStructs {
+			*c.widen = append(*c.widen, widening{leaf: n.leaf, from: ft, to: t, path: dotted(src)})
+			return nil
+		}
+		if !viaStructs {
+			return c.mismatch(src, t, n, describe(n)+"; a widening is accepted only outside lists and maps")
+		}
+	}
+	if ft != nil && widens(t, ft) {
+		return c.mismatch(src, t, n, fmt.Sprintf("%s, a %s: narrowing %s to %s could lose values (only lossless widenings are accepted)", describe(n), ft, ft, t))
+	}
+	return c.mismatch(src, t, n, "")
 }
 
 // checkList accepts the standard 3-level LIST and the legacy 2-level forms.

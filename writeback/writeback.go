@@ -66,6 +66,10 @@ type Options struct {
 	// Progress, when set, is called as data files upload with the user's
 	// file name, the bytes sent so far and the total (-1 if unknown).
 	Progress func(name string, done, total int64)
+	// TempDir holds the re-encoded copies of files whose columns are
+	// widened to the table's types, until their Append returns (default
+	// os.TempDir()).
+	TempDir string
 }
 
 // Committer appends files to one table. It is safe for concurrent use:
@@ -131,7 +135,10 @@ func (c *Committer) Validate(ctx context.Context, f File) error {
 	if err := c.writable(snap); err != nil {
 		return err
 	}
-	_, err = c.prepare(snap, f)
+	p, err := c.prepare(snap, f)
+	if err == nil {
+		p.cleanup()
+	}
 	return err
 }
 
