@@ -29,7 +29,12 @@ for arch in $arches; do
   echo "dist: linux/$arch"
   CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "dist/linux-$arch/deltafs" ./cmd/deltafs
 done
-CGO_ENABLED=0 go run -trimpath -ldflags "$ldflags" ./cmd/deltafs manpage | gzip -9n >dist/deltafs.1.gz
+host=dist/linux-$(go env GOARCH)/deltafs
+if [[ $(go env GOOS) == linux && -x $host ]]; then
+  "$host" manpage | gzip -9n >dist/deltafs.1.gz
+else
+  CGO_ENABLED=0 go run -trimpath -ldflags "$ldflags" ./cmd/deltafs manpage | gzip -9n >dist/deltafs.1.gz
+fi
 for arch in $arches; do
   # nfpm expands the environment in arch and version, not in contents.
   sed "s/\${ARCH}/$arch/g" contrib/deb/nfpm.yaml >"dist/nfpm-$arch.yaml"
