@@ -180,3 +180,90 @@ func TestWidenDecimalToFixedLen(t *testing.T) {
 		}
 	}
 }
+
+type structNarrowRow struct {
+	ID int64 `parquet:"id"`
+	St *struct {
+		A *int32  `parquet:"a,optional"`
+		B *string `parquet:"b,optional"`
+	} `parquet:"st,optional"`
+	Z *float32 `parquet:"z,optional"`
+}
+
+// A field of a struct widens too; the columns keep their order (a
+// rebuilt group must not sort its fields) and the other leaves their
+// values.
+func TestAppendWidensStructField(t *testing.T) {
+	st := `{"type":"struct","fields":[` + field("a", `"long"`, true, "") + "," + field("b", `"string"`, true, "") + `]}`
+	dir := testTable{schema: structSchema(field("id", `"long"`, false, ""), field("st", st, true, ""), field("z", `"double"`, true, ""))}.create(t)
+	type inner = struct {
+		A *int32  `parquet:"a,optional"`
+		B *string `parquet:"b,optional"`
+	}
+	src := writeParquet(t, "st.parquet", []structNarrowRow{
+		{ID: 1, St: &inner{A: ptr[int32](-5), B: ptr("x")}, Z: ptr[float32](2.5)},
+		{ID: 2},
+	})
+	res, err := newCommitter(t, dir).Append(context.Background(), []File{{LocalPath: src, Name: "st.parquet"}})
+	if err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(res.Added[0]))
+	rows, names := readRows(t, path)
+	if got := strings.Join(names, ","); got != "id,st/a,st/b,z" {
+		t.Errorf("columns %s, want id,st/a,st/b,z", got)
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	fi, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, fi.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, el := range pf.Metadata().Schema {
+		if (el.Name == "a" && el.Type.V != format.Int64) || (el.Name == "z" && el.Type.V != format.Double) {
+			t.Errorf("%s stored as %s", el.Name, el.Type.V)
+		}
+	}
+	r := rows[0]
+	if r[0].Int64() != 1 || r[1].Int64() != -5 || string(r[2].ByteArray()) != "x" || r[3].Double() != 2.5 {
+		t.Errorf("row 1 re-encoded as %v", r)
+	}
+	if !rows[1][1].IsNull() || rows[1][1].DefinitionLevel() != 0 {
+		t.Errorf("row 2: st.a %v (definition level %d), want null with a null struct (level 0)", rows[1][1], rows[1][1].DefinitionLevel())
+	}
+}
+
+type int32IDRow struct {
+	ID *int32 `parquet:"id,optional"`
+}
+
+// Under column mapping the re-encoded copy gets the physical names like
+// any other file: the stored column is col-5f0a, INT64, with stats under
+// that name.
+func TestAppendWidensUnderColumnMapping(t *testing.T) {
+	dir := testTable{protocol: `{"minReaderVersion":2,"minWriterVersion":5}`,
+		config: map[string]string{"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "1"},
+		schema: structSchema(field("id", `"long"`, true, `{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-5f0a"}`))}.create(t)
+	src := writeParquet(t, "ids.parquet", []int32IDRow{{ID: ptr[int32](41)}, {ID: ptr[int32](42)}})
+	res, err := newCommitter(t, dir).Append(context.Background(), []File{{LocalPath: src, Name: "ids.parquet"}})
+	if err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(res.Added[0]))
+	f, _ := os.Open(path)
+	defer f.Close()
+	fi, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, fi.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	el := pf.Metadata().Schema[1]
+	if el.Name != "col-5f0a" || el.Type.V != format.Int64 || el.FieldID != 1 {
+		t.Errorf("stored column %s %s field_id %d, want col-5f0a INT64 field_id 1", el.Name, el.Type.V, el.FieldID)
+	}
+	add := addFor(t, latest(t, dir), res.Added[0])
+	if !strings.Contains(add.Stats, `"minValues":{"col-5f0a":41}`) || !strings.Contains(add.Stats, `"maxValues":{"col-5f0a":42}`) {
+		t.Errorf("stats %s, want min 41 and max 42 under col-5f0a", add.Stats)
+	}
+}
