@@ -101,6 +101,26 @@ type RangeLister interface {
 	ListRange(ctx context.Context, dir, from, to string) ([]ObjectInfo, error)
 }
 
+// LocalDirer is an optional capability of a Storage kept in a directory
+// of the local file system: LocalDir returns that directory ("" when the
+// storage is remote after all). Writers then hard-link or copy files into
+// the table in the kernel instead of streaming them through Put, and know
+// that a failed link(2) of a commit left nothing behind. Wrappers of a
+// Storage must forward it: a wrapper that hides it turns a local table
+// into an object store for every writer.
+type LocalDirer interface {
+	LocalDir() string
+}
+
+// LocalDir returns the local directory of s, or "" when s is not a
+// LocalDirer (or says it is remote).
+func LocalDir(s Storage) string {
+	if l, ok := s.(LocalDirer); ok {
+		return l.LocalDir()
+	}
+	return ""
+}
+
 // ReadAll reads a whole object.
 func ReadAll(ctx context.Context, s Storage, key string) ([]byte, error) {
 	rc, err := s.ReadRange(ctx, key, 0, -1)

@@ -22,10 +22,14 @@ type timedStorage struct {
 var (
 	_ delta.Storage    = (*timedStorage)(nil)
 	_ delta.KeyChecker = (*timedStorage)(nil)
+	_ delta.LocalDirer = (*timedStorage)(nil)
 )
 
 // CheckKey forwards delta.KeyChecker.
 func (s *timedStorage) CheckKey(key string) error { return delta.CheckKey(s.Storage, key) }
+
+// LocalDir forwards delta.LocalDirer.
+func (s *timedStorage) LocalDir() string { return delta.LocalDir(s.Storage) }
 
 // instrumentTables reopens each table over a timed storage. It must run
 // before any table is read: delta.Open does no I/O, and nothing is lost.

@@ -171,7 +171,7 @@ func (c *Committer) resolve(ctx context.Context, v int64, tx *txn, putErr error)
 			// an object store may still complete a PUT whose answer was
 			// lost: there, keep the data files so that such a late commit
 			// never references deleted files (at worst they stay orphans).
-			tx.maybeLanded = localDir(c.store) == ""
+			tx.maybeLanded = delta.LocalDir(c.store) == ""
 			return -1, nil, fmt.Errorf("append to %s: write commit %d: %w", c.table.Name(), v, putErr)
 		case err != nil:
 			tx.maybeLanded = true

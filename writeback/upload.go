@@ -48,7 +48,7 @@ func (c *Committer) upload(ctx context.Context, p *prepared) (*uploaded, error) 
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", p.display, err)
 	}
-	if dir := localDir(c.store); dir != "" && p.rename() == nil {
+	if dir := delta.LocalDir(c.store); dir != "" && p.rename() == nil {
 		return c.uploadLocal(p, f, dir, key)
 	}
 	var body io.Reader = f
@@ -75,15 +75,6 @@ func (c *Committer) upload(ctx context.Context, p *prepared) (*uploaded, error) 
 		return nil, fmt.Errorf("upload %s to %s: %w", p.display, key, err)
 	}
 	return &uploaded{prep: p, key: key, logPath: encodeLogPath(key), size: cr.n, modTime: time.Now().UnixMilli()}, nil
-}
-
-// localDir returns the table's directory when the store is a local one
-// (blobstore.Store of a path), "" otherwise.
-func localDir(s delta.Storage) string {
-	if l, ok := s.(interface{ LocalDir() string }); ok {
-		return l.LocalDir()
-	}
-	return ""
 }
 
 // uploadLocal stores a file into a local table without a trip through
