@@ -97,11 +97,14 @@ type Table struct {
 	icts    map[int64]int64        // guarded by mu: in-commit timestamps read, by version
 }
 
-// buildFlight coalesces concurrent builds of one version.
+// buildFlight coalesces concurrent builds of one version. snap, err and
+// abandoned are set before done is closed.
 type buildFlight struct {
-	done chan struct{}
-	snap *Snapshot
-	err  error
+	done      chan struct{}
+	snap      *Snapshot
+	err       error
+	abandoned bool // the build failed because its caller's context ended
+	waiters   int  // guarded by Table.mu: requests that joined it
 }
 
 // Open returns a Table over store. It does no I/O: the first snapshot
@@ -133,34 +136,45 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 }
 
 // snapshot is Snapshot of a version >= 0, building it from hint (a listing
-// just made, or nil) when that holds its segment.
+// just made, or nil) when that holds its segment. Concurrent requests of
+// one version share one build; a build that failed because its caller's
+// context ended is abandoned, and a waiter whose own context is live
+// builds the version itself, so one interrupted reader never fails the
+// others.
 func (t *Table) snapshot(ctx context.Context, version int64, hint *logListing) (*Snapshot, error) {
-	if s, ok := t.cachedSnapshot(version); ok {
-		return s, nil
-	}
-	t.mu.Lock()
-	if f, ok := t.flights[version]; ok {
-		t.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.snap, f.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	for {
+		if s, ok := t.cachedSnapshot(version); ok {
+			return s, nil
 		}
-	}
-	f := &buildFlight{done: make(chan struct{})}
-	t.flights[version] = f
-	t.mu.Unlock()
+		t.mu.Lock()
+		if f, ok := t.flights[version]; ok {
+			f.waiters++
+			t.mu.Unlock()
+			select {
+			case <-f.done:
+				if f.abandoned {
+					continue
+				}
+				return f.snap, f.err
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		f := &buildFlight{done: make(chan struct{})}
+		t.flights[version] = f
+		t.mu.Unlock()
 
-	f.snap, f.err = t.build(ctx, version, hint)
-	if f.err == nil {
-		t.cacheSnapshot(f.snap)
+		f.snap, f.err = t.build(ctx, version, hint)
+		if f.err == nil {
+			t.cacheSnapshot(f.snap)
+		}
+		f.abandoned = f.err != nil && ctx.Err() != nil
+		t.mu.Lock()
+		delete(t.flights, version)
+		t.mu.Unlock()
+		close(f.done)
+		return f.snap, f.err
 	}
-	t.mu.Lock()
-	delete(t.flights, version)
-	t.mu.Unlock()
-	close(f.done)
-	return f.snap, f.err
 }
 
 // SnapshotAt resolves a spec (latest, vN or a timestamp) to a snapshot.
