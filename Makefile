@@ -11,7 +11,7 @@ TOOLS := $(CURDIR)/.tools
 # Tools in .tools/ come first, for recipes and for the tests they run.
 export PATH := $(TOOLS)/bin:$(TOOLS)/node/node_modules/.bin:$(PATH)
 
-TEST_FLAGS   ?= -race -count=1 -timeout 20m
+TEST_FLAGS   ?= -race -count=1 -timeout 20m -tags deltafs_crashpoints
 # CI's log parser reads `go test -v` lines; people prefer one line per test.
 TEST_FORMAT  ?= $(if $(CI),standard-verbose,testname)
 FUZZTIME     ?= 30s

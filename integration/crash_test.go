@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -434,3 +435,24 @@ func bigParquet(t *testing.T, rng *rand.Rand) []byte {
 }
 
 func sha256Sum(data []byte) [32]byte { return sha256.Sum256(data) }
+
+// A release build has no crash points: DELTAFS_CRASHPOINT in its
+// environment changes nothing, and the append commits.
+func TestReleaseBuildHasNoCrashPoints(t *testing.T) {
+	bin := buildDeltafs(t)
+	root := testenv.CopyFixture(t, fixtureAppend)
+	file := filepath.Join(t.TempDir(), "rows.parquet")
+	if err := os.WriteFile(file, parquetBytes(t, []basicRow{{ptr("r"), ptr[int64](1), nil}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := latestSnapshot(t, root).Version()
+	cmd := exec.Command(bin, "append", root, file)
+	cmd.Env = append(os.Environ(), writeback.EnvCrashPoint+"="+writeback.CrashStaged)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("append with %s=%s in a release build: %v\n%s", writeback.EnvCrashPoint, writeback.CrashStaged, err, out)
+	}
+	if v := latestSnapshot(t, root).Version(); v != before+1 {
+		t.Fatalf("latest version %d after the append, want %d", v, before+1)
+	}
+}

@@ -44,13 +44,14 @@ var (
 	buildErr  error
 )
 
-// deltafsBin builds cmd/deltafs once per test run (on first use) and
-// returns the binary's path.
+// deltafsBin builds cmd/deltafs once per test run (on first use), with
+// the crash-point hook compiled in (build tag deltafs_crashpoints: inert
+// unless DELTAFS_CRASHPOINT is set), and returns the binary's path.
 func deltafsBin(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(binDir, "deltafs")
 	buildOnce.Do(func() {
-		cmd := exec.Command("go", "build", "-o", bin, "github.com/deltafs/deltafs/cmd/deltafs")
+		cmd := exec.Command("go", "build", "-tags", "deltafs_crashpoints", "-o", bin, "github.com/deltafs/deltafs/cmd/deltafs")
 		cmd.Dir = testenv.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

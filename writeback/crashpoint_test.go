@@ -1,3 +1,5 @@
+//go:build deltafs_crashpoints
+
 package writeback
 
 import (
