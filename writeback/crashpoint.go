@@ -34,4 +34,3 @@ const (
 	CrashCommitted     = "committed"
 	CrashCheckpointing = "checkpointing"
 )
-
