@@ -41,7 +41,8 @@ func (s *Server) enableInboxes() (string, error) {
 			os.RemoveAll(dir)
 			return "", fmt.Errorf("inbox staging: %w", err)
 		}
-		c := writeback.New(s.tables[i].table, writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger})
+		c := writeback.New(s.tables[i].table, s.stats.committerHooks(s.tables[i].name,
+			writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger}))
 		d.EnableInbox(inboxWriter{c: c, refuse: s.probeAtomicPut(s.tables[i])}, tdir)
 	}
 	return dir, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/nodes"
+	"github.com/deltafs/deltafs/writeback"
 )
 
 // metrics are one mount's Prometheus metrics, in a registry of their own
@@ -112,27 +113,19 @@ func (m *metrics) materialization(took time.Duration, bytes int64, err error) {
 }
 
 // storageRequest records one request of the log engine or a commit.
-func (m *metrics) storageRequest(table, op, key string, start time.Time, err error) {
+func (m *metrics) storageRequest(op string, start time.Time, err error) {
 	m.storageDur.WithLabelValues(op).Observe(time.Since(start).Seconds())
-	isCommit := op == "put_if_absent" && isCommitKey(key)
-	switch {
-	case err == nil && isCommit:
-		m.commits.WithLabelValues(table).Inc()
-	case errors.Is(err, delta.ErrExists) && isCommit:
-		m.conflicts.WithLabelValues(table).Inc()
-	case err != nil && !errors.Is(err, delta.ErrNotExist) && !errors.Is(err, delta.ErrExists):
+	if err != nil && !errors.Is(err, delta.ErrNotExist) && !errors.Is(err, delta.ErrExists) {
 		m.storageErrors.WithLabelValues(op).Inc()
 	}
 }
 
-// isCommitKey reports whether key is a commit file _delta_log/V.json.
-func isCommitKey(key string) bool {
-	name, ok := strings.CutPrefix(key, delta.LogDir)
-	if !ok {
-		return false
-	}
-	f, ok := delta.ParseLogName(name)
-	return ok && f.Kind == delta.KindCommit
+// committerHooks are the writeback.Options hooks that count a table's
+// commits and lost commit races.
+func (m *metrics) committerHooks(table string, opts writeback.Options) writeback.Options {
+	opts.OnCommit = func(int64) { m.commits.WithLabelValues(table).Inc() }
+	opts.OnConflict = func(int64) { m.conflicts.WithLabelValues(table).Inc() }
+	return opts
 }
 
 // errnoLabel is the symbolic name of an errno ("EIO"), or its number.

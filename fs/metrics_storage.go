@@ -10,12 +10,11 @@ import (
 )
 
 // timedStorage is a table's delta.Storage as the log engine and the
-// inbox's committer see it: every request is timed, and a put-if-absent
-// of a log file counts as a commit (success) or a conflict (lost race).
-// Data files are read through the block cache, not through it.
+// inbox's committer see it: every request is timed (commits and lost
+// races are counted by the committer's hooks, see committerHooks). Data
+// files are read through the block cache, not through it.
 type timedStorage struct {
 	delta.Storage
-	table string
 	m     *metrics
 }
 
@@ -35,14 +34,14 @@ func (s *timedStorage) LocalDir() string { return delta.LocalDir(s.Storage) }
 // before any table is read: delta.Open does no I/O, and nothing is lost.
 func instrumentTables(ts []*mountedTable, m *metrics, caches *delta.Caches) {
 	for _, t := range ts {
-		t.table = delta.Open(&timedStorage{Storage: t.store, table: t.name, m: m}, delta.Options{Caches: caches})
+		t.table = delta.Open(&timedStorage{Storage: t.store, m: m}, delta.Options{Caches: caches})
 	}
 }
 
 func (s *timedStorage) List(ctx context.Context, dir, from string) ([]delta.ObjectInfo, error) {
 	start := time.Now()
 	out, err := s.Storage.List(ctx, dir, from)
-	s.m.storageRequest(s.table, "list", dir, start, err)
+	s.m.storageRequest("list", start, err)
 	return out, err
 }
 
@@ -55,7 +54,7 @@ func (s *timedStorage) ListNames(ctx context.Context, dir, from string) ([]strin
 	start := time.Now()
 	out, ok, err := nl.ListNames(ctx, dir, from)
 	if ok {
-		s.m.storageRequest(s.table, "list", dir, start, err)
+		s.m.storageRequest("list", start, err)
 	}
 	return out, ok, err
 }
@@ -80,7 +79,7 @@ func (s *timedStorage) ListRange(ctx context.Context, dir, from, to string) ([]d
 			}
 		}
 	}
-	s.m.storageRequest(s.table, "list", dir, start, err)
+	s.m.storageRequest("list", start, err)
 	return out, err
 }
 
@@ -89,14 +88,14 @@ var _ delta.RangeLister = (*timedStorage)(nil)
 func (s *timedStorage) ListDirs(ctx context.Context, dir string) ([]string, error) {
 	start := time.Now()
 	out, err := s.Storage.ListDirs(ctx, dir)
-	s.m.storageRequest(s.table, "list_dirs", dir, start, err)
+	s.m.storageRequest("list_dirs", start, err)
 	return out, err
 }
 
 func (s *timedStorage) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) {
 	start := time.Now()
 	out, err := s.Storage.Stat(ctx, key)
-	s.m.storageRequest(s.table, "stat", key, start, err)
+	s.m.storageRequest("stat", start, err)
 	return out, err
 }
 
@@ -104,27 +103,27 @@ func (s *timedStorage) Stat(ctx context.Context, key string) (delta.ObjectInfo, 
 func (s *timedStorage) ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
 	start := time.Now()
 	rc, err := s.Storage.ReadRange(ctx, key, off, length)
-	s.m.storageRequest(s.table, "read", key, start, err)
+	s.m.storageRequest("read", start, err)
 	return rc, err
 }
 
 func (s *timedStorage) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	start := time.Now()
 	err := s.Storage.PutIfAbsent(ctx, key, data)
-	s.m.storageRequest(s.table, "put_if_absent", key, start, err)
+	s.m.storageRequest("put_if_absent", start, err)
 	return err
 }
 
 func (s *timedStorage) Put(ctx context.Context, key string, r io.Reader) error {
 	start := time.Now()
 	err := s.Storage.Put(ctx, key, r)
-	s.m.storageRequest(s.table, "put", key, start, err)
+	s.m.storageRequest("put", start, err)
 	return err
 }
 
 func (s *timedStorage) Delete(ctx context.Context, key string) error {
 	start := time.Now()
 	err := s.Storage.Delete(ctx, key)
-	s.m.storageRequest(s.table, "delete", key, start, err)
+	s.m.storageRequest("delete", start, err)
 	return err
 }

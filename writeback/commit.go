@@ -133,6 +133,7 @@ func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *tx
 		putErr := c.store.PutIfAbsent(ctx, delta.CommitKey(v), body)
 		if putErr == nil {
 			crashPoint(CrashCommitted)
+			c.committed(v)
 			return v, nil
 		}
 		// Back off before re-reading the log, not after: a retry built on
@@ -147,8 +148,15 @@ func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *tx
 		}
 		wait = min(2*wait, time.Second)
 		landed, next, err := c.resolve(ctx, v, tx, putErr)
-		if err != nil || landed >= 0 {
+		if err != nil {
 			return landed, err
+		}
+		if landed >= 0 {
+			c.committed(landed)
+			return landed, nil
+		}
+		if c.opts.OnConflict != nil {
+			c.opts.OnConflict(v)
 		}
 		if time.Now().After(deadline) {
 			return -1, fmt.Errorf("append to %s: lost the race for version %d (latest %d) for %v, %d attempts: %w",
@@ -156,6 +164,13 @@ func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *tx
 		}
 		c.log.Debug("commit lost race, retrying", "version", v, "latest", next.Version(), "attempt", attempt)
 		snap = next
+	}
+}
+
+// committed tells OnCommit of version v.
+func (c *Committer) committed(v int64) {
+	if c.opts.OnCommit != nil {
+		c.opts.OnCommit(v)
 	}
 }
 

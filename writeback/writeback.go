@@ -70,6 +70,13 @@ type Options struct {
 	// widened to the table's types, until their Append returns (default
 	// os.TempDir()).
 	TempDir string
+	// OnCommit, when set, is called with each version this Committer
+	// committed, once its commit exists (metrics).
+	OnCommit func(version int64)
+	// OnConflict, when set, is called with each version this Committer
+	// tried to commit and lost to another writer (it then retries on the
+	// next one).
+	OnConflict func(version int64)
 }
 
 // Committer appends files to one table. It is safe for concurrent use:
