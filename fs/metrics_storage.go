@@ -15,7 +15,7 @@ import (
 // files are read through the block cache, not through it.
 type timedStorage struct {
 	delta.Storage
-	m     *metrics
+	m *metrics
 }
 
 var (
