@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 )
 
@@ -78,6 +79,9 @@ type Options struct {
 	// holds, so that a few sequential readers do not evict each other's
 	// blocks before reading them.
 	MaxReadAhead int
+	// Logger receives a warning for each derived file found damaged on
+	// disk (default: discard).
+	Logger *slog.Logger
 }
 
 func (o *Options) normalize() error {
@@ -117,6 +121,7 @@ func (o *Options) normalize() error {
 // read-ahead.
 type Cache struct {
 	opts   Options
+	log    *slog.Logger
 	blocks *blockTable
 	disk   *diskCache // nil without DiskDir
 	stats  counters
@@ -137,7 +142,10 @@ func New(opts Options) (*Cache, error) {
 	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
-	c := &Cache{opts: opts, sem: make(chan struct{}, maxBackground)}
+	c := &Cache{opts: opts, log: opts.Logger, sem: make(chan struct{}, maxBackground)}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
 	var err error
 	if c.blocks, err = newBlockTable(opts.MemoryBytes, &c.stats); err != nil {
 		return nil, err

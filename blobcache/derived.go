@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -22,21 +24,24 @@ import (
 //
 // The caller must Close the returned file; open files are never evicted.
 func (c *Cache) Derived(ctx context.Context, key string, build func(w io.Writer) error) (*DiskFile, error) {
-	return c.derived(ctx, key, build, true)
-}
-
-// DerivedUnsynced is Derived without fsyncing the file before its rename: the
-// build costs no disk flush, but after a crash (power loss) a file under its
-// final name may be torn (short, or holding zeroes). The caller must detect
-// that itself, for example with a checksum written by build and checked the
-// first time the process opens the file, and Discard a torn file. key must
-// not also be used with Derived.
-func (c *Cache) DerivedUnsynced(ctx context.Context, key string, build func(w io.Writer) error) (*DiskFile, error) {
 	return c.derived(ctx, key, build, false)
 }
 
-// derived implements Derived and DerivedUnsynced.
-func (c *Cache) derived(ctx context.Context, key string, build func(w io.Writer) error, sync bool) (*DiskFile, error) {
+// DerivedChecked is Derived for files that are cheaper to check than to
+// flush: the build costs no fsync, and the cache appends a CRC-32C of what
+// build wrote (a trailer the DiskFile does not show: Size and reads cover
+// build's bytes only). A file this process did not build, or whose inode,
+// size or ctime changed since this process last checked it (a crash
+// before the kernel flushed it, an edit, a truncate, a replacement), is
+// checked against its CRC when opened; one that fails is discarded and
+// built again, and counted in Stats.DiskDamaged. key must not also be
+// used with Derived.
+func (c *Cache) DerivedChecked(ctx context.Context, key string, build func(w io.Writer) error) (*DiskFile, error) {
+	return c.derived(ctx, key, build, true)
+}
+
+// derived implements Derived and DerivedChecked.
+func (c *Cache) derived(ctx context.Context, key string, build func(w io.Writer) error, checked bool) (*DiskFile, error) {
 	d := c.disk
 	if d == nil {
 		return nil, ErrNoDiskDir
@@ -45,27 +50,40 @@ func (c *Cache) derived(ctx context.Context, key string, build func(w io.Writer)
 		return nil, fmt.Errorf("blobcache: derived %q: nil build function", key)
 	}
 	name := fileName(key)
+	damaged := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("blobcache: derived %q: %w", key, err)
 		}
 		e, bc, leader := d.lookup(name)
 		if e != nil {
-			f, err := d.open(e, key, true)
+			f, err := d.open(e, key, true, checked)
 			if errors.Is(err, fs.ErrNotExist) {
 				// Deleted behind the cache's back (rm of the file or the
 				// cache dir): forget it and build it again.
 				d.forget(e)
 				continue
 			}
+			if err == nil && checked {
+				if err = d.verify(f); err != nil {
+					d.stats.diskDamaged.Add(1)
+					c.log.Warn("deltafs: cache file damaged or changed on disk; building it again", "file", f.Path(), "err", err)
+					f.Discard()
+					f.Close()
+					if damaged++; damaged > 1 {
+						return nil, fmt.Errorf("blobcache: derived %q: %w", key, err)
+					}
+					continue
+				}
+			}
 			return f, err
 		}
 		if leader {
-			e, err := d.build(ctx, name, bc, build, sync)
+			e, err := d.build(ctx, name, bc, build, checked)
 			if err != nil {
 				return nil, fmt.Errorf("blobcache: build derived %q: %w", key, err)
 			}
-			return d.open(e, key, false)
+			return d.open(e, key, false, checked)
 		}
 		select {
 		case <-bc.done:
@@ -99,7 +117,7 @@ func (d *diskCache) lookup(name string) (e *diskEntry, bc *buildCall, leader boo
 // build runs fn into the file name and indexes it with one reference taken
 // for the caller. Waiters are released however build ends (even by a
 // panic in fn); they retry if ctx was cancelled.
-func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn func(io.Writer) error, sync bool) (*diskEntry, error) {
+func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn func(io.Writer) error, checked bool) (*diskEntry, error) {
 	d.stats.builds.Add(1)
 	var e *diskEntry
 	shared := errAbandoned // what waiters see unless the build ends normally
@@ -114,10 +132,10 @@ func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn fu
 		bc.err = shared
 		close(bc.done)
 	}()
-	size, err := d.write(ctx, name, fn, sync)
+	size, id, err := d.write(ctx, name, fn, checked)
 	switch {
 	case err == nil:
-		e = &diskEntry{name: name, size: size, refs: 1}
+		e = &diskEntry{name: name, size: size, refs: 1, verified: id}
 		shared = nil
 	case ctx.Err() == nil:
 		shared = err
@@ -125,20 +143,22 @@ func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn fu
 	return e, err
 }
 
-// write builds the file name through a temporary file and returns its size;
-// with sync, the file is on disk before its rename. On error nothing is left
-// behind.
-func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) error, sync bool) (int64, error) {
+// write builds the file name through a temporary file and returns its size
+// on disk. A checked file gets its CRC trailer and no fsync, and its
+// identity is returned (what this process wrote needs no check); any
+// other is on disk before its rename. On error nothing is left behind.
+func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) error, checked bool) (int64, fileIdentity, error) {
+	var none fileIdentity
 	f, err := os.CreateTemp(d.dir, tmpPrefix+name+"-*")
 	if errors.Is(err, fs.ErrNotExist) {
 		// The cache dir was removed while in use: make it again.
 		if err := os.MkdirAll(d.dir, 0o755); err != nil {
-			return 0, err
+			return 0, none, err
 		}
 		f, err = os.CreateTemp(d.dir, tmpPrefix+name+"-*")
 	}
 	if err != nil {
-		return 0, err
+		return 0, none, err
 	}
 	tmp := f.Name()
 	done := false
@@ -149,32 +169,55 @@ func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) e
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 256<<10)
-	cw := &ctxWriter{ctx: ctx, w: bw}
+	var sum hash.Hash32
+	var w io.Writer = bw
+	if checked {
+		sum = crc32.New(castagnoli)
+		w = io.MultiWriter(bw, sum)
+	}
+	cw := &ctxWriter{ctx: ctx, w: w}
 	if err := fn(cw); err != nil {
-		return 0, err
+		return 0, none, err
+	}
+	size := cw.n
+	if checked {
+		if _, err := bw.Write(checkTrailer(sum.Sum32())); err != nil {
+			return 0, none, err
+		}
+		size += checkTrailerLen
 	}
 	if err := bw.Flush(); err != nil {
-		return 0, err
+		return 0, none, err
 	}
-	if sync {
+	if !checked {
 		if err := f.Sync(); err != nil {
-			return 0, err
+			return 0, none, err
 		}
 	}
+	id := none
+	if checked {
+		fi, err := f.Stat()
+		if err != nil {
+			return 0, none, err
+		}
+		id, _ = identityOf(fi)
+	}
 	if err := f.Close(); err != nil {
-		return 0, err
+		return 0, none, err
 	}
 	if err := os.Rename(tmp, d.path(name)); err != nil {
-		return 0, err
+		return 0, none, err
 	}
 	done = true
-	if sync {
-		syncDir(d.dir) // best effort: the rename survives a power loss
+	if !checked {
+		SyncDir(d.dir) // best effort: the rename survives a power loss
 	}
-	return cw.n, nil
+	return size, id, nil
 }
 
-func syncDir(dir string) {
+// SyncDir fsyncs a directory, best effort, so that a rename or link in it
+// survives a power loss.
+func SyncDir(dir string) {
 	if f, err := os.Open(dir); err == nil {
 		f.Sync()
 		f.Close()
@@ -184,7 +227,7 @@ func syncDir(dir string) {
 // open opens the file of e, on which the caller holds a reference that the
 // returned DiskFile now owns. touch records the use in the file's mtime, so
 // that recency survives a restart.
-func (d *diskCache) open(e *diskEntry, key string, touch bool) (*DiskFile, error) {
+func (d *diskCache) open(e *diskEntry, key string, touch, checked bool) (*DiskFile, error) {
 	p := d.path(e.name)
 	f, err := os.Open(p)
 	if err != nil {
@@ -193,14 +236,17 @@ func (d *diskCache) open(e *diskEntry, key string, touch bool) (*DiskFile, error
 	}
 	if touch {
 		// Record the use at most once a minute: a touch changes the
-		// file's ctime, which callers may use to tell whether the file
-		// changed since they last checked it (see DiskFile.Stat).
+		// file's ctime, so a checked file is checked again after it.
 		if fi, err := f.Stat(); err == nil && time.Since(fi.ModTime()) > touchEvery {
 			now := time.Now()
 			_ = os.Chtimes(p, now, now)
 		}
 	}
-	return &DiskFile{d: d, e: e, f: f}, nil
+	size := e.size
+	if checked {
+		size = max(e.size-checkTrailerLen, 0)
+	}
+	return &DiskFile{d: d, e: e, f: f, size: size}, nil
 }
 
 // touchEvery is how stale a file's mtime gets before an open records the
@@ -219,11 +265,6 @@ func (d *diskCache) forget(e *diskEntry) {
 	d.used -= e.size
 	d.stats.diskBytes.Add(-e.size)
 }
-
-// Stat returns the file's current attributes, as fstat(2) of the open
-// file: a caller that checked the content can tell from the inode, size
-// and ctime whether it changed since.
-func (f *DiskFile) Stat() (os.FileInfo, error) { return f.f.Stat() }
 
 // ctxWriter fails writes once ctx is done, so a build stops when its
 // caller goes away, and counts the bytes written.

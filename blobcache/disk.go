@@ -24,6 +24,9 @@ type diskEntry struct {
 	size int64
 	refs int           // guarded by diskCache.mu: open DiskFiles
 	elem *list.Element // guarded by diskCache.mu: position in diskCache.lru
+	// verified is the identity the file of a DerivedChecked entry had
+	// when this process built or last checked it; zero: never.
+	verified fileIdentity // guarded by diskCache.mu
 }
 
 // buildCall is one build of a derived file in progress; err is set before
@@ -192,14 +195,15 @@ type DiskFile struct {
 	d    *diskCache
 	e    *diskEntry
 	f    *os.File
+	size int64 // what the build wrote (a checked file's trailer excluded)
 	once sync.Once
 }
 
 // Path returns the file's path on the local disk. It is valid until Close.
 func (f *DiskFile) Path() string { return f.d.path(f.e.name) }
 
-// Size returns the file's size in bytes.
-func (f *DiskFile) Size() int64 { return f.e.size }
+// Size returns the size in bytes of what the build wrote.
+func (f *DiskFile) Size() int64 { return f.size }
 
 // ReadAt implements io.ReaderAt over the file, like os.File.ReadAt.
 func (f *DiskFile) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }

@@ -25,13 +25,16 @@ type Stats struct {
 	DiskEvictions int64
 	// DiskBytes is the bytes of derived files on disk.
 	DiskBytes int64
+	// DiskDamaged counts DerivedChecked files found damaged or changed on
+	// disk (then discarded and built again).
+	DiskDamaged int64
 }
 
 // counters are the live atomic counterparts of Stats.
 type counters struct {
 	hits, misses, fetches, readAheadFetches, bytesFetched atomic.Int64
 	evictions, memoryBytes                                atomic.Int64
-	builds, diskEvictions, diskBytes                      atomic.Int64
+	builds, diskEvictions, diskBytes, diskDamaged         atomic.Int64
 }
 
 // Stats returns a snapshot of the cache's counters. Each field is read
@@ -49,5 +52,6 @@ func (c *Cache) Stats() Stats {
 		Builds:           s.builds.Load(),
 		DiskEvictions:    s.diskEvictions.Load(),
 		DiskBytes:        s.diskBytes.Load(),
+		DiskDamaged:      s.diskDamaged.Load(),
 	}
 }

@@ -161,6 +161,7 @@ var cacheDescs = []struct {
 	{cacheDesc("cache_memory_bytes", "Bytes of blocks held in the memory cache."), prometheus.GaugeValue, func(s blobcache.Stats) int64 { return s.MemoryBytes }},
 	{cacheDesc("cache_disk_builds_total", "Derived files built into the disk cache (successfully or not)."), prometheus.CounterValue, func(s blobcache.Stats) int64 { return s.Builds }},
 	{cacheDesc("cache_disk_evictions_total", "Derived files deleted from the disk cache to respect --cache-size."), prometheus.CounterValue, func(s blobcache.Stats) int64 { return s.DiskEvictions }},
+	{cacheDesc("cache_disk_damaged_total", "Disk cache files found damaged or changed on disk (then discarded and built again)."), prometheus.CounterValue, func(s blobcache.Stats) int64 { return s.DiskDamaged }},
 	{cacheDesc("cache_disk_bytes", "Bytes of derived files in the disk cache."), prometheus.GaugeValue, func(s blobcache.Stats) int64 { return s.DiskBytes }},
 }
 

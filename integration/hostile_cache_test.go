@@ -109,7 +109,7 @@ func TestCacheEntriesChangedOnDisk(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(logs.String(), "rebuilding") {
+	if !strings.Contains(logs.String(), "damaged or changed on disk") {
 		t.Errorf("no log line about rebuilding damaged entries")
 	}
 	if err := os.RemoveAll(cache); err != nil {

@@ -1,5 +1,0 @@
-package fs
-
-import "syscall"
-
-func statCtime(st *syscall.Stat_t) syscall.Timespec { return st.Ctim }
