@@ -1,6 +1,8 @@
 package delta
 
 import (
+	"github.com/deltafs/deltafs/pqfile"
+
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +39,7 @@ func ReadParquetActions(r io.ReaderAt, size int64, fn func(*Action) error) (err 
 		return fmt.Errorf("%w: checkpoint parquet of %d bytes is too short", ErrCorruptLog, size)
 	}
 	src := &errorTrackingReaderAt{r: r, size: size}
-	if err := CheckParquetFooter(src, size); err != nil {
+	if err := pqfile.CheckFooter(src, size); err != nil {
 		if rerr := src.firstError(); rerr != nil {
 			return fmt.Errorf("read checkpoint: %w", rerr)
 		}
@@ -62,7 +64,7 @@ func ReadParquetActions(r io.ReaderAt, size int64, fn func(*Action) error) (err 
 	if err != nil {
 		return fmt.Errorf("%w: open checkpoint parquet: %w", ErrCorruptLog, err)
 	}
-	if err := CheckParquetPages(src, size, f); err != nil {
+	if err := pqfile.CheckPages(src, size, f); err != nil {
 		if rerr := src.firstError(); rerr != nil {
 			return fmt.Errorf("read checkpoint: %w", rerr)
 		}

@@ -1,11 +1,9 @@
 package delta
 
 import (
-	"context"
-	"fmt"
-	"io"
+	"github.com/deltafs/deltafs/pqfile"
 
-	"github.com/parquet-go/parquet-go"
+	"context"
 )
 
 // LiveFile is a live data file of a snapshot with what a reader of its
@@ -105,26 +103,9 @@ func (s *Snapshot) NumRecords(ctx context.Context, a *Add) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := FooterNumRows(NewReaderAt(ctx, s.table.store, key), a.Size)
+	n, err := pqfile.FooterNumRows(NewReaderAt(ctx, s.table.store, key), a.Size)
 	if err != nil {
 		return 0, &LogError{Table: s.table.name, Version: s.version, Key: key, Err: err}
 	}
 	return n, nil
-}
-
-// FooterNumRows reads the row count from a Parquet file's footer.
-func FooterNumRows(r io.ReaderAt, size int64) (n int64, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("parquet footer: %v", p)
-		}
-	}()
-	if err := CheckParquetFooter(r, size); err != nil {
-		return 0, fmt.Errorf("parquet footer: %w", err)
-	}
-	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return 0, fmt.Errorf("parquet footer: %w", err)
-	}
-	return f.NumRows(), nil
 }

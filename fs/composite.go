@@ -9,7 +9,7 @@ import (
 	"os"
 
 	"github.com/deltafs/deltafs/blobcache"
-	"github.com/deltafs/deltafs/delta/pqfile"
+	"github.com/deltafs/deltafs/pqfile"
 	"github.com/deltafs/deltafs/nodes"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/blobcache"
-	"github.com/deltafs/deltafs/delta/pqfile"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 type compositeRow struct {

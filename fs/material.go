@@ -13,7 +13,7 @@ import (
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/delta/pqfile"
+	"github.com/deltafs/deltafs/pqfile"
 	"github.com/deltafs/deltafs/nodes"
 )
 

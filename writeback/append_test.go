@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/internal/testenv"
-	"github.com/parquet-go/parquet-go"
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/delta"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

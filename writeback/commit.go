@@ -9,8 +9,9 @@ import (
 	"path"
 	"time"
 
-	"github.com/deltafs/deltafs/delta"
 	"github.com/google/uuid"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 // txn is one Append call across its commit attempts. Its id is written as

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/delta"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 // The write-conformance matrix: one row per table feature or table

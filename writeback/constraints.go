@@ -8,8 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/deltafs/deltafs/delta"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 // Where Spark keeps the constraints a writer must enforce [§Column
@@ -310,7 +311,7 @@ func (p *prepared) evalGroup(c tableConstraint, fn evalFn, srcs []rowSource, rg 
 	curs := make([]*valueCursor, len(srcs))
 	for i, s := range srcs {
 		if s.leaf != nil {
-			curs[i] = newValueCursor(rg.ColumnChunks()[s.leaf.node.leaf])
+			curs[i] = newValueCursor(rg.ColumnChunks()[s.leaf.node.Leaf])
 			defer curs[i].close()
 		}
 	}
@@ -414,7 +415,7 @@ func leafValue(v parquet.Value, l statLeaf) (sqlValue, error) {
 		return nullValue, nil
 	}
 	if d, ok := l.typ.(delta.DecimalType); ok {
-		u := decimalUnscaled(l.node.el.Type.V, v.Bytes())
+		u := decimalUnscaled(l.node.Element.Type.V, v.Bytes())
 		if u == nil {
 			return nullValue, fmt.Errorf("bad decimal value")
 		}

@@ -9,9 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/parquet-go/parquet-go"
 )
 
 func copyFile(src, dst string) error {

@@ -6,15 +6,11 @@ import (
 	"io"
 	"os"
 
-	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/delta/pqfile"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
-)
 
-// maxDepth bounds schema nesting so that hostile footers cannot recurse
-// without end.
-const maxDepth = 64
+	"github.com/deltafs/deltafs/pqfile"
+)
 
 // pqFile is an opened local Parquet file: its parquet-go view (for
 // scanning definition levels) and the schema tree of its footer.
@@ -23,49 +19,11 @@ type pqFile struct {
 	size int64
 	pf   *parquet.File
 	meta *format.FileMetaData
-	root *pqNode
+	root *pqfile.SchemaNode
 	// chunkStats[rg][col]: what the chunk's footer statistics state beyond
 	// their decoded values (an absent null_count decodes as 0 and proves
 	// nothing; inexact bounds are only bounds).
 	chunkStats [][]pqfile.ChunkStats
-}
-
-// pqNode is one element of a Parquet schema, with the tree shape the
-// flattened footer encodes. Invariant: leaf >= 0 iff the node has a
-// physical type (no children); def is the maximum definition level of
-// values at this node (optional and repeated ancestors, itself included).
-type pqNode struct {
-	el       *format.SchemaElement
-	children []*pqNode
-	leaf     int
-	def      int
-}
-
-func (n *pqNode) name() string { return n.el.Name }
-
-func (n *pqNode) optional() bool {
-	return n.el.RepetitionType.Valid && n.el.RepetitionType.V == format.Optional
-}
-
-func (n *pqNode) repeated() bool {
-	return n.el.RepetitionType.Valid && n.el.RepetitionType.V == format.Repeated
-}
-
-func (n *pqNode) child(name string) *pqNode {
-	for _, c := range n.children {
-		if c.name() == name {
-			return c
-		}
-	}
-	return nil
-}
-
-// firstLeaf returns the first leaf under n (n itself for a leaf).
-func (n *pqNode) firstLeaf() *pqNode {
-	for len(n.children) > 0 {
-		n = n.children[0]
-	}
-	return n
 }
 
 // openParquet opens and checks a local Parquet file: magic, footer and
@@ -90,7 +48,7 @@ func openParquet(path, display string) (p *pqFile, err error) {
 	}
 	pf, err := openFooter(f, fi.Size())
 	if err == nil {
-		err = delta.CheckParquetPages(f, fi.Size(), pf)
+		err = pqfile.CheckPages(f, fi.Size(), pf)
 	}
 	if err == nil {
 		err = checkPageIndex(f, fi.Size(), pf.Metadata())
@@ -98,7 +56,7 @@ func openParquet(path, display string) (p *pqFile, err error) {
 	if err != nil {
 		return nil, invalidf("%s: not a readable Parquet file: %v", display, err)
 	}
-	root, err := buildTree(pf.Metadata().Schema)
+	root, err := schemaTree(pf.Metadata().Schema)
 	if err != nil {
 		return nil, invalidf("%s: bad Parquet schema: %v", display, err)
 	}
@@ -110,7 +68,7 @@ func openParquet(path, display string) (p *pqFile, err error) {
 }
 
 // footerChunkStats reads the encoded footer (its length was checked by
-// delta.CheckParquetFooter) for what each chunk's statistics state.
+// pqfile.CheckFooter) for what each chunk's statistics state.
 func footerChunkStats(r io.ReaderAt, size int64, meta *format.FileMetaData) ([][]pqfile.ChunkStats, error) {
 	var tail [8]byte
 	if _, err := r.ReadAt(tail[:], size-8); err != nil {
@@ -159,7 +117,7 @@ func openFooter(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
 			err = fmt.Errorf("decode footer: %v", rec)
 		}
 	}()
-	if err := delta.CheckParquetFooter(r, size); err != nil {
+	if err := pqfile.CheckFooter(r, size); err != nil {
 		return nil, err
 	}
 	return parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
@@ -189,58 +147,20 @@ func checkPageIndex(r io.ReaderAt, size int64, meta *format.FileMetaData) (err e
 	return err
 }
 
-// buildTree rebuilds the schema tree from its depth-first flattening.
-func buildTree(schema []format.SchemaElement) (*pqNode, error) {
-	if len(schema) == 0 {
-		return nil, fmt.Errorf("empty schema")
-	}
-	b := &treeBuilder{schema: schema}
-	root, err := b.node(0, 0)
+// schemaTree builds the schema tree of a footer and checks that every
+// leaf has a physical type.
+func schemaTree(schema []format.SchemaElement) (*pqfile.SchemaNode, error) {
+	t, err := pqfile.BuildSchemaTree(schema)
 	if err != nil {
 		return nil, err
 	}
-	if b.next != len(schema) {
-		return nil, fmt.Errorf("%d schema elements outside the tree", len(schema)-b.next)
+	if len(t.Leaves) == 0 {
+		return nil, fmt.Errorf("the schema has no columns")
 	}
-	return root, nil
-}
-
-type treeBuilder struct {
-	schema []format.SchemaElement
-	next   int // index of the next element to consume
-	leaves int // leaves seen so far
-}
-
-func (b *treeBuilder) node(parentDef, depth int) (*pqNode, error) {
-	if b.next >= len(b.schema) {
-		return nil, fmt.Errorf("schema ends early")
-	}
-	if depth > maxDepth {
-		return nil, fmt.Errorf("schema nested deeper than %d", maxDepth)
-	}
-	n := &pqNode{el: &b.schema[b.next], leaf: -1, def: parentDef}
-	b.next++
-	if depth > 0 && (n.optional() || n.repeated()) {
-		n.def++
-	}
-	kids := int(n.el.NumChildren.V)
-	if !n.el.NumChildren.Valid || kids == 0 {
-		if depth == 0 || !n.el.Type.Valid {
-			return nil, fmt.Errorf("element %q has neither children nor a type", n.name())
+	for _, i := range t.Leaves {
+		if !schema[i].Type.Valid {
+			return nil, fmt.Errorf("element %q has neither children nor a type", schema[i].Name)
 		}
-		n.leaf = b.leaves
-		b.leaves++
-		return n, nil
 	}
-	if kids < 0 || kids > len(b.schema) {
-		return nil, fmt.Errorf("element %q claims %d children", n.name(), kids)
-	}
-	for i := 0; i < kids; i++ {
-		c, err := b.node(n.def, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		n.children = append(n.children, c)
-	}
-	return n, nil
+	return t.Root(), nil
 }

@@ -9,10 +9,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/delta/pqfile"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 // prepared is a file validated against one snapshot: everything its add
@@ -235,13 +236,13 @@ func codecName(meta *format.FileMetaData) string {
 // states it; otherwise the definition levels are scanned.
 func checkNoNulls(pq *pqFile, nodes []nonNullNode, display string) error {
 	for _, nn := range nodes {
-		leaf := nn.node.firstLeaf()
+		leaf := nn.node.FirstLeaf()
 		for i, rg := range pq.pf.RowGroups() {
-			cm := &pq.meta.RowGroups[i].Columns[leaf.leaf].MetaData
-			if pq.chunkStats[i][leaf.leaf].NullCount && cm.Statistics.NullCount == 0 {
+			cm := &pq.meta.RowGroups[i].Columns[leaf.Leaf].MetaData
+			if pq.chunkStats[i][leaf.Leaf].NullCount && cm.Statistics.NullCount == 0 {
 				continue
 			}
-			found, err := hasDefLevel(rg.ColumnChunks()[leaf.leaf], nn.nullAt)
+			found, err := hasDefLevel(rg.ColumnChunks()[leaf.Leaf], nn.nullAt)
 			if err != nil {
 				return invalidf("%s: read column %s: %v", display, nn.path, err)
 			}

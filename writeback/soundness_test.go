@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/delta/pqfile"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 type idOptRow struct {

@@ -11,8 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/deltafs/deltafs/delta"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 // Table properties that choose the statistics columns [digest section 10].
@@ -110,7 +111,7 @@ type leafAgg struct {
 func footerAgg(pq *pqFile, l statLeaf) (agg leafAgg, ok bool) {
 	bounds := minMaxEligible(l)
 	if bounds {
-		switch l.node.el.Type.V {
+		switch l.node.Element.Type.V {
 		case format.Float, format.Double:
 			return leafAgg{}, false
 		case format.FixedLenByteArray, format.ByteArray:
@@ -118,22 +119,22 @@ func footerAgg(pq *pqFile, l statLeaf) (agg leafAgg, ok bool) {
 				return leafAgg{}, false
 			}
 		}
-		if l.node.leaf >= len(pq.meta.ColumnOrders) {
+		if l.node.Leaf >= len(pq.meta.ColumnOrders) {
 			return leafAgg{}, false
 		}
-		if _, typed := pq.meta.ColumnOrders[l.node.leaf].Value.(*format.TypeDefinedOrder); !typed {
+		if _, typed := pq.meta.ColumnOrders[l.node.Leaf].Value.(*format.TypeDefinedOrder); !typed {
 			return leafAgg{}, false
 		}
 	}
 	for i := range pq.meta.RowGroups {
 		rg := &pq.meta.RowGroups[i]
-		if l.node.leaf >= len(rg.Columns) || !pq.chunkStats[i][l.node.leaf].NullCount {
+		if l.node.Leaf >= len(rg.Columns) || !pq.chunkStats[i][l.node.Leaf].NullCount {
 			return leafAgg{}, false
 		}
-		if bounds && pq.chunkStats[i][l.node.leaf].Inexact {
+		if bounds && pq.chunkStats[i][l.node.Leaf].Inexact {
 			return leafAgg{}, false // a truncated bound, not a value of the file
 		}
-		cm := &rg.Columns[l.node.leaf].MetaData
+		cm := &rg.Columns[l.node.Leaf].MetaData
 		s := &cm.Statistics
 		agg.nulls += s.NullCount
 		if !bounds || s.NullCount >= cm.NumValues {
@@ -159,7 +160,7 @@ func minMaxEligible(l statLeaf) bool {
 		return true
 	}
 	p, ok := l.typ.(delta.PrimitiveType)
-	if !ok || l.node.el.Type.V == format.Int96 {
+	if !ok || l.node.Element.Type.V == format.Int96 {
 		return false
 	}
 	switch p.Name {
@@ -171,7 +172,7 @@ func minMaxEligible(l statLeaf) bool {
 
 // compareBound orders two plain-encoded values of the leaf's type.
 func compareBound(l statLeaf, a, b []byte) int {
-	switch l.node.el.Type.V {
+	switch l.node.Element.Type.V {
 	case format.Int32:
 		return cmpInt(int64(int32(le32(a))), int64(int32(le32(b))))
 	case format.Int64:
@@ -240,7 +241,7 @@ func encodeBounds(l statLeaf, lo, hi []byte, prefixLen int) (any, any, bool) {
 }
 
 func encodeValue(l statLeaf, v []byte, isMax bool, prefixLen int) (any, bool) {
-	el := l.node.el
+	el := l.node.Element
 	if d, ok := l.typ.(delta.DecimalType); ok {
 		n := decimalUnscaled(el.Type.V, v)
 		if n == nil {
@@ -279,7 +280,7 @@ func encodeInt(l statLeaf, n int64) (any, bool) {
 		return time.Unix(n*86400, 0).UTC().Format("2006-01-02"), true
 	case "timestamp", "timestamp_ntz":
 		ms := n / 1000
-		if tsMillis(l.node.el) {
+		if tsMillis(l.node.Element) {
 			ms = n
 		} else if n < 0 && n%1000 != 0 {
 			ms-- // floor, so that the bound stays a bound

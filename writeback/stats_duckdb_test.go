@@ -16,9 +16,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/deltafs/deltafs/delta/pqfile"
-	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 // typesRow has a column of every type the appender writes statistics for.

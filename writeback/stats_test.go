@@ -5,8 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/delta"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 func TestTruncateStrings(t *testing.T) {
@@ -57,7 +59,7 @@ func TestDecimalText(t *testing.T) {
 func TestTimestampStats(t *testing.T) {
 	el := &format.SchemaElement{}
 	el.Type.V = format.Int64
-	l := statLeaf{typ: delta.PrimitiveType{Name: "timestamp"}, node: &pqNode{el: el}}
+	l := statLeaf{typ: delta.PrimitiveType{Name: "timestamp"}, node: &pqfile.SchemaNode{Element: el}}
 	for micros, want := range map[int64]string{
 		1_500:  "1970-01-01T00:00:00.001Z",
 		-1_500: "1969-12-31T23:59:59.998Z",

@@ -17,7 +17,7 @@ import (
 func scanLeaf(pq *pqFile, l statLeaf) (leafAgg, error) {
 	var agg leafAgg
 	bounds := minMaxEligible(l)
-	isFloat := l.node.el.Type.V == format.Float || l.node.el.Type.V == format.Double
+	isFloat := l.node.Element.Type.V == format.Float || l.node.Element.Type.V == format.Double
 	visit := func(v parquet.Value) {
 		if v.IsNull() {
 			agg.nulls++
@@ -39,7 +39,7 @@ func scanLeaf(pq *pqFile, l statLeaf) (leafAgg, error) {
 		}
 	}
 	for i, rg := range pq.pf.RowGroups() {
-		if err := eachValue(rg.ColumnChunks()[l.node.leaf], visit); err != nil {
+		if err := eachValue(rg.ColumnChunks()[l.node.Leaf], visit); err != nil {
 			return leafAgg{}, fmt.Errorf("row group %d: %w", i, err)
 		}
 	}

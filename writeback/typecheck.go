@@ -5,9 +5,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/deltafs/deltafs/delta"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 // schemaCheck matches a file's Parquet schema against the table schema
@@ -36,7 +38,7 @@ type renameTo struct {
 // a row whose definition level at the node's first leaf makes nullAt true
 // breaks the constraint.
 type nonNullNode struct {
-	node   *pqNode
+	node   *pqfile.SchemaNode
 	path   string // logical, for messages
 	nullAt func(def int) bool
 	why    string // added to the message
@@ -45,16 +47,16 @@ type nonNullNode struct {
 // nullHere is the check for a node inside a list or map: only a null at
 // the node itself (definition level exactly def-1) is one; an empty or
 // null container above it holds no value at all.
-func nullHere(n *pqNode, path string) nonNullNode {
-	d := n.def - 1
+func nullHere(n *pqfile.SchemaNode, path string) nonNullNode {
+	d := n.MaxDef - 1
 	return nonNullNode{node: n, path: path, nullAt: func(def int) bool { return def == d }}
 }
 
 // nullHereOrAbove is the check for a field reached through structs only:
 // Spark evaluates NOT NULL on the field's value, which is null when a
 // parent struct is null too, so any level below the node's counts.
-func nullHereOrAbove(n *pqNode, path []string) nonNullNode {
-	d := n.def
+func nullHereOrAbove(n *pqfile.SchemaNode, path []string) nonNullNode {
+	d := n.MaxDef
 	nn := nonNullNode{node: n, path: dotted(path), nullAt: func(def int) bool { return def < d }}
 	if len(path) > 1 {
 		nn.why = " (itself or a parent struct is null in some row; Spark refuses both)"
@@ -68,18 +70,18 @@ type statLeaf struct {
 	logical  []string
 	physical []string
 	typ      delta.DataType
-	node     *pqNode
+	node     *pqfile.SchemaNode
 }
 
 func pathKey(p []string) string { return strings.Join(p, "\x00") }
 
 // checkTopLevel matches the file's root children against the data columns
 // of the table (partition columns must not be in the file).
-func (c *schemaCheck) checkTopLevel(schema *delta.StructType, partCols map[string]bool, root *pqNode) error {
-	for _, n := range root.children {
-		if partCols[strings.ToLower(n.name())] {
+func (c *schemaCheck) checkTopLevel(schema *delta.StructType, partCols map[string]bool, root *pqfile.SchemaNode) error {
+	for _, n := range root.Children {
+		if partCols[strings.ToLower(n.Name())] {
 			return invalidf("%s: column %q is a partition column: its value comes from the inbox directory (%s=<value>/) and must not be in the file",
-				c.file, n.name(), n.name())
+				c.file, n.Name(), n.Name())
 		}
 	}
 	data := &delta.StructType{}
@@ -94,16 +96,16 @@ func (c *schemaCheck) checkTopLevel(schema *delta.StructType, partCols map[strin
 // checkStruct matches the children of group n against struct st. Extra
 // columns are refused (all named at once); a missing non-nullable field is
 // refused; nullable fields may be missing.
-func (c *schemaCheck) checkStruct(st *delta.StructType, n *pqNode, src, phys []string, viaStructs bool) error {
+func (c *schemaCheck) checkStruct(st *delta.StructType, n *pqfile.SchemaNode, src, phys []string, viaStructs bool) error {
 	var extra []string
 	seen := map[string]bool{}
-	for _, ch := range n.children {
-		if seen[ch.name()] {
-			return invalidf("%s: column %s appears twice", c.file, dotted(append(src, ch.name())))
+	for _, ch := range n.Children {
+		if seen[ch.Name()] {
+			return invalidf("%s: column %s appears twice", c.file, dotted(append(src, ch.Name())))
 		}
-		seen[ch.name()] = true
-		if st.Field(ch.name()) == nil {
-			extra = append(extra, dotted(append(src, ch.name())))
+		seen[ch.Name()] = true
+		if st.Field(ch.Name()) == nil {
+			extra = append(extra, dotted(append(src, ch.Name())))
 		}
 	}
 	if len(extra) > 0 {
@@ -111,7 +113,7 @@ func (c *schemaCheck) checkStruct(st *delta.StructType, n *pqNode, src, phys []s
 			c.file, strings.Join(extra, ", "), fieldNames(st))
 	}
 	for _, f := range st.Fields {
-		ch := n.child(f.Name)
+		ch := n.Child(f.Name)
 		if ch == nil {
 			if !f.Nullable {
 				return invalidf("%s: non-nullable column %s is missing from the file", c.file, dotted(append(src, f.Name)))
@@ -125,34 +127,34 @@ func (c *schemaCheck) checkStruct(st *delta.StructType, n *pqNode, src, phys []s
 	return nil
 }
 
-func (c *schemaCheck) checkField(f *delta.StructField, n *pqNode, src, phys []string, viaStructs bool) error {
-	fsrc := appendPath(src, n.name())
+func (c *schemaCheck) checkField(f *delta.StructField, n *pqfile.SchemaNode, src, phys []string, viaStructs bool) error {
+	fsrc := appendPath(src, n.Name())
 	fphys := appendPath(phys, f.PhysicalName(c.mode))
 	if c.mode != delta.ColumnMappingNone {
 		id, ok := f.FieldID()
 		c.renames[pathKey(fsrc)] = renameTo{name: f.PhysicalName(c.mode), id: id, hasID: ok}
 	}
-	if n.repeated() {
+	if n.Repeated() {
 		return c.mismatch(fsrc, f.Type, n, "a repeated field (use a LIST)")
 	}
 	switch {
 	case f.Nullable:
-	case viaStructs && n.def > 0: // itself or a parent optional
+	case viaStructs && n.MaxDef > 0: // itself or a parent optional
 		c.nonNull = append(c.nonNull, nullHereOrAbove(n, fsrc))
-	case n.optional():
+	case n.Optional():
 		c.nonNull = append(c.nonNull, nullHere(n, dotted(fsrc)))
 	}
-	if viaStructs && n.leaf >= 0 {
+	if viaStructs && n.Leaf >= 0 {
 		c.leaves = append(c.leaves, statLeaf{logical: fsrc, physical: fphys, typ: f.Type, node: n})
 	}
 	return c.checkType(f.Type, n, fsrc, fphys, viaStructs)
 }
 
 // checkType checks that node n can hold values of type t.
-func (c *schemaCheck) checkType(t delta.DataType, n *pqNode, src, phys []string, viaStructs bool) error {
+func (c *schemaCheck) checkType(t delta.DataType, n *pqfile.SchemaNode, src, phys []string, viaStructs bool) error {
 	switch t := t.(type) {
 	case *delta.StructType:
-		if n.leaf >= 0 || isList(n) || isMap(n) {
+		if n.Leaf >= 0 || isList(n) || isMap(n) {
 			return c.mismatch(src, t, n, "")
 		}
 		return c.checkStruct(t, n, src, phys, viaStructs)
@@ -161,16 +163,16 @@ func (c *schemaCheck) checkType(t delta.DataType, n *pqNode, src, phys []string,
 	case *delta.MapType:
 		return c.checkMap(t, n, src, phys)
 	}
-	if n.leaf < 0 {
+	if n.Leaf < 0 {
 		return c.mismatch(src, t, n, "")
 	}
-	if primitiveOK(t, n.el) {
+	if primitiveOK(t, n.Element) {
 		return nil
 	}
-	ft := fileType(n.el)
+	ft := fileType(n.Element)
 	if ft != nil && widens(ft, t) {
 		if c.widen != nil && viaStructs {
-			*c.widen = append(*c.widen, widening{leaf: n.leaf, from: ft, to: t, path: dotted(src)})
+			*c.widen = append(*c.widen, widening{leaf: n.Leaf, from: ft, to: t, path: dotted(src)})
 			return nil
 		}
 		if !viaStructs {
@@ -184,19 +186,19 @@ func (c *schemaCheck) checkType(t delta.DataType, n *pqNode, src, phys []string,
 }
 
 // checkList accepts the standard 3-level LIST and the legacy 2-level forms.
-func (c *schemaCheck) checkList(t *delta.ArrayType, n *pqNode, src, phys []string) error {
-	if !isList(n) || len(n.children) != 1 || !n.children[0].repeated() {
+func (c *schemaCheck) checkList(t *delta.ArrayType, n *pqfile.SchemaNode, src, phys []string) error {
+	if !isList(n) || len(n.Children) != 1 || !n.Children[0].Repeated() {
 		return c.mismatch(src, t, n, "")
 	}
-	rep := n.children[0]
+	rep := n.Children[0]
 	elem := rep
-	if len(rep.children) == 1 && rep.name() != "array" && !strings.HasSuffix(rep.name(), "_tuple") {
-		elem = rep.children[0] // 3-level; else a 2-level list of required elements
+	if len(rep.Children) == 1 && rep.Name() != "array" && !strings.HasSuffix(rep.Name(), "_tuple") {
+		elem = rep.Children[0] // 3-level; else a 2-level list of required elements
 	}
-	esrc := appendPath(src, rep.name())
+	esrc := appendPath(src, rep.Name())
 	if elem != rep {
-		esrc = appendPath(esrc, elem.name())
-		if !t.ContainsNull && elem.optional() {
+		esrc = appendPath(esrc, elem.Name())
+		if !t.ContainsNull && elem.Optional() {
 			c.nonNull = append(c.nonNull, nullHere(elem, dotted(src)+".element"))
 		}
 	}
@@ -204,31 +206,31 @@ func (c *schemaCheck) checkList(t *delta.ArrayType, n *pqNode, src, phys []strin
 }
 
 // elemView presents a repeated 2-level element as a plain node of its type.
-func elemView(n *pqNode) *pqNode {
-	if !n.repeated() {
+func elemView(n *pqfile.SchemaNode) *pqfile.SchemaNode {
+	if !n.Repeated() {
 		return n
 	}
 	cp := *n
-	el := *n.el
+	el := *n.Element
 	el.RepetitionType.V = format.Required
-	cp.el = &el
+	cp.Element = &el
 	return &cp
 }
 
-func (c *schemaCheck) checkMap(t *delta.MapType, n *pqNode, src, phys []string) error {
-	if !isMap(n) || len(n.children) != 1 || !n.children[0].repeated() {
+func (c *schemaCheck) checkMap(t *delta.MapType, n *pqfile.SchemaNode, src, phys []string) error {
+	if !isMap(n) || len(n.Children) != 1 || !n.Children[0].Repeated() {
 		return c.mismatch(src, t, n, "")
 	}
-	kv := n.children[0]
-	k, v := kv.child("key"), kv.child("value")
-	if k == nil || v == nil || len(kv.children) != 2 {
+	kv := n.Children[0]
+	k, v := kv.Child("key"), kv.Child("value")
+	if k == nil || v == nil || len(kv.Children) != 2 {
 		return c.mismatch(src, t, n, "a MAP without key and value fields")
 	}
-	kvsrc := appendPath(src, kv.name())
-	if k.optional() {
+	kvsrc := appendPath(src, kv.Name())
+	if k.Optional() {
 		c.nonNull = append(c.nonNull, nullHere(k, dotted(src)+".key"))
 	}
-	if !t.ValueContainsNull && v.optional() {
+	if !t.ValueContainsNull && v.Optional() {
 		c.nonNull = append(c.nonNull, nullHere(v, dotted(src)+".value"))
 	}
 	if err := c.checkType(t.KeyType, k, appendPath(kvsrc, "key"), appendPath(phys, "key"), false); err != nil {
@@ -237,7 +239,7 @@ func (c *schemaCheck) checkMap(t *delta.MapType, n *pqNode, src, phys []string) 
 	return c.checkType(t.ValueType, v, appendPath(kvsrc, "value"), appendPath(phys, "value"), false)
 }
 
-func (c *schemaCheck) mismatch(src []string, t delta.DataType, n *pqNode, why string) error {
+func (c *schemaCheck) mismatch(src []string, t delta.DataType, n *pqfile.SchemaNode, why string) error {
 	if why == "" {
 		why = describe(n)
 	}
@@ -245,19 +247,19 @@ func (c *schemaCheck) mismatch(src []string, t delta.DataType, n *pqNode, why st
 		c.file, dotted(src), t, why)
 }
 
-func isList(n *pqNode) bool {
-	if _, ok := n.el.LogicalType.Value.(*format.ListType); ok {
+func isList(n *pqfile.SchemaNode) bool {
+	if _, ok := n.Element.LogicalType.Value.(*format.ListType); ok {
 		return true
 	}
-	return n.el.ConvertedType.Valid && n.el.ConvertedType.V == deprecated.List
+	return n.Element.ConvertedType.Valid && n.Element.ConvertedType.V == deprecated.List
 }
 
-func isMap(n *pqNode) bool {
-	if _, ok := n.el.LogicalType.Value.(*format.MapType); ok {
+func isMap(n *pqfile.SchemaNode) bool {
+	if _, ok := n.Element.LogicalType.Value.(*format.MapType); ok {
 		return true
 	}
-	return n.el.ConvertedType.Valid &&
-		(n.el.ConvertedType.V == deprecated.Map || n.el.ConvertedType.V == deprecated.MapKeyValue)
+	return n.Element.ConvertedType.Valid &&
+		(n.Element.ConvertedType.V == deprecated.Map || n.Element.ConvertedType.V == deprecated.MapKeyValue)
 }
 
 // primitiveOK is the physical-type compatibility table for a blind append:
@@ -408,21 +410,21 @@ func decimalOf(el *format.SchemaElement) (precision, scale int, ok bool) {
 
 // describe names a Parquet node's type for messages, e.g.
 // "optional INT32 (DATE)" or "a group (LIST)".
-func describe(n *pqNode) string {
+func describe(n *pqfile.SchemaNode) string {
 	rep := "required"
 	switch {
-	case n.optional():
+	case n.Optional():
 		rep = "optional"
-	case n.repeated():
+	case n.Repeated():
 		rep = "repeated"
 	}
-	ann := n.el.LogicalType.String()
-	if ann == "" && n.el.ConvertedType.Valid {
-		ann = convertedName(n.el.ConvertedType.V)
+	ann := n.Element.LogicalType.String()
+	if ann == "" && n.Element.ConvertedType.Valid {
+		ann = convertedName(n.Element.ConvertedType.V)
 	}
 	what := "group"
-	if n.leaf >= 0 {
-		what = n.el.Type.V.String()
+	if n.Leaf >= 0 {
+		what = n.Element.Type.V.String()
 	}
 	if ann != "" {
 		return fmt.Sprintf("%s %s (%s)", rep, what, ann)

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/delta/pqfile"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 // uploaded is a prepared file stored in the table under a fresh name.

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // validateFuzzTables are the tables inbox files are validated against:

@@ -16,73 +16,10 @@ const (
 	arrowSchemaKey = "ARROW:schema"
 )
 
-// maxSchemaDepth bounds nesting so hostile footers cannot make path building quadratic.
-const maxSchemaDepth = 256
-
-// schemaTree holds the shape of a flattened schema: parent[i] is the index of element i's parent
-// (-1 for the root) and leaves lists the leaf elements in column order.
-type schemaTree struct {
-	parent []int
-	leaves []int
-}
-
-// buildTree checks the depth-first num_children encoding of schema and returns its shape.
-func buildTree(schema []format.SchemaElement) (*schemaTree, error) {
-	if len(schema) == 0 {
-		return nil, fmt.Errorf("%w: empty schema", ErrCorrupt)
-	}
-	t := &schemaTree{parent: make([]int, len(schema))}
-	t.parent[0] = -1
-	type frame struct{ index, left int }
-	stack := []frame{{0, numChildren(&schema[0])}}
-	for i := 1; i < len(schema); i++ {
-		for len(stack) > 0 && stack[len(stack)-1].left == 0 {
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) == 0 {
-			return nil, fmt.Errorf("%w: schema element %d is outside the root", ErrCorrupt, i)
-		}
-		top := &stack[len(stack)-1]
-		top.left--
-		t.parent[i] = top.index
-		if n := numChildren(&schema[i]); n > 0 {
-			if len(stack) >= maxSchemaDepth || n > len(schema) {
-				return nil, fmt.Errorf("%w: schema element %d has bad nesting", ErrCorrupt, i)
-			}
-			stack = append(stack, frame{i, n})
-		} else {
-			t.leaves = append(t.leaves, i)
-		}
-	}
-	for _, f := range stack {
-		if f.left != 0 {
-			return nil, fmt.Errorf("%w: schema element %d lacks %d children", ErrCorrupt, f.index, f.left)
-		}
-	}
-	return t, nil
-}
-
-func numChildren(e *format.SchemaElement) int {
-	if !e.NumChildren.Valid || e.NumChildren.V < 0 {
-		return 0
-	}
-	return int(e.NumChildren.V)
-}
-
-// path returns the names from the root's child down to element i, using name(j) for element j.
-func (t *schemaTree) path(i int, name func(j int) string) []string {
-	var p []string
-	for ; i > 0; i = t.parent[i] {
-		p = append(p, name(i))
-	}
-	slices.Reverse(p)
-	return p
-}
-
 // applyRename renames schema elements and sets field ids in meta as r asks, keeps column chunk
 // path_in_schema in step, and fixes key-value metadata that embeds column names. It checks that
 // every column chunk path matches its leaf. It reports whether any name changed.
-func applyRename(meta *format.FileMetaData, t *schemaTree, r *Rename) (bool, error) {
+func applyRename(meta *format.FileMetaData, t *SchemaTree, r *Rename) (bool, error) {
 	schema := meta.Schema
 	oldName := func(j int) string { return schema[j].Name }
 	newNames := make([]string, len(schema))
@@ -125,14 +62,14 @@ func applyRename(meta *format.FileMetaData, t *schemaTree, r *Rename) (bool, err
 }
 
 // checkSiblings refuses two children of one group with the same (new) name.
-func checkSiblings(t *schemaTree, names []string) error {
+func checkSiblings(t *SchemaTree, names []string) error {
 	type key struct {
 		parent int
 		name   string
 	}
 	seen := make(map[key]bool, len(names))
 	for i := 1; i < len(names); i++ {
-		k := key{t.parent[i], names[i]}
+		k := key{t.Nodes[i].Parent, names[i]}
 		if seen[k] {
 			return fmt.Errorf("%w: duplicate column name %q", ErrInvalidArgument, names[i])
 		}
@@ -142,18 +79,18 @@ func checkSiblings(t *schemaTree, names []string) error {
 }
 
 // renameChunks checks each column chunk's path_in_schema against its leaf and sets the new path.
-func renameChunks(meta *format.FileMetaData, t *schemaTree, newNames []string) error {
-	oldPaths := make([][]string, len(t.leaves))
-	newPaths := make([][]string, len(t.leaves))
-	for k, leaf := range t.leaves {
+func renameChunks(meta *format.FileMetaData, t *SchemaTree, newNames []string) error {
+	oldPaths := make([][]string, len(t.Leaves))
+	newPaths := make([][]string, len(t.Leaves))
+	for k, leaf := range t.Leaves {
 		oldPaths[k] = t.path(leaf, func(j int) string { return meta.Schema[j].Name })
 		newPaths[k] = t.path(leaf, func(j int) string { return newNames[j] })
 	}
 	for i := range meta.RowGroups {
 		cols := meta.RowGroups[i].Columns
-		if len(cols) != len(t.leaves) {
+		if len(cols) != len(t.Leaves) {
 			return fmt.Errorf("%w: row group %d has %d column chunks for %d leaf columns",
-				ErrCorrupt, i, len(cols), len(t.leaves))
+				ErrCorrupt, i, len(cols), len(t.Leaves))
 		}
 		for k := range cols {
 			if !slices.Equal(cols[k].MetaData.PathInSchema, oldPaths[k]) {

@@ -182,7 +182,7 @@ func TestRenameColumnMapping(t *testing.T) {
 // src, the way the inbox renames logical → physical by path.
 func reverseRename(t *testing.T, src, out []byte) *Rename {
 	sm, om := footerOf(t, src).meta, footerOf(t, out).meta
-	tree, err := buildTree(om.Schema)
+	tree, err := BuildSchemaTree(om.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,18 +41,18 @@ type leafInfo struct {
 
 // flatLeaves returns the leaf columns of schema if every one is flat, else an errNoFastPath error.
 func flatLeaves(schema []format.SchemaElement) ([]leafInfo, error) {
-	tree, err := buildTree(schema)
+	tree, err := BuildSchemaTree(schema)
 	if err != nil {
 		return nil, err
 	}
-	leaves := make([]leafInfo, 0, len(tree.leaves))
-	for _, li := range tree.leaves {
+	leaves := make([]leafInfo, 0, len(tree.Leaves))
+	for _, li := range tree.Leaves {
 		e := &schema[li]
 		if !e.Type.Valid {
 			return nil, fmt.Errorf("%w: leaf %q has no type", errNoFastPath, e.Name)
 		}
 		l := leafInfo{typ: e.Type.V, width: plainWidth(e)}
-		for i := li; i > 0; i = tree.parent[i] {
+		for i := li; i > 0; i = tree.Nodes[i].Parent {
 			rt := schema[i].RepetitionType
 			switch {
 			case !rt.Valid || rt.V == format.Repeated || rt.V > format.Repeated:

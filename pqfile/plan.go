@@ -76,7 +76,7 @@ func NewPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, rename *Ren
 	if p.stats, err = statsEdits(f.raw, &f.meta); err != nil {
 		return nil, err
 	}
-	tree, err := buildTree(p.meta.Schema)
+	tree, err := BuildSchemaTree(p.meta.Schema)
 	if err != nil {
 		return nil, err
 	}
