@@ -13,8 +13,8 @@ import (
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/pqfile"
 	"github.com/deltafs/deltafs/nodes"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 // materializer serves live files rewritten with pqfile (deleted rows
@@ -85,7 +85,7 @@ func (m *materializer) derive(ctx context.Context, snap *delta.Snapshot, f *delt
 		if err != nil {
 			return err
 		}
-		return writeEntry(w, plan)
+		return pqfile.WriteEntry(w, plan)
 	})
 	l, df, err := m.entry(ctx, key, f.Add.Size, build)
 	if err != nil {
@@ -103,9 +103,9 @@ func (m *materializer) entry(ctx context.Context, key string, srcSize int64, bui
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := readEntry(df, df.Size(), srcSize)
+	l, err := pqfile.ReadEntry(df, df.Size(), srcSize)
 	if err != nil {
-		if errors.Is(err, errBadEntry) {
+		if errors.Is(err, pqfile.ErrBadEntry) {
 			df.Discard()
 		}
 		df.Close()
