@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/deltafs/deltafs/delta/sample"
+	"github.com/deltafs/deltafs/internal/sample"
 	"github.com/deltafs/deltafs/fs"
 )
 

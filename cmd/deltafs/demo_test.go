@@ -14,7 +14,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/deltafs/deltafs/delta/sample"
+	"github.com/deltafs/deltafs/internal/sample"
 	"github.com/deltafs/deltafs/internal/testenv"
 )
 
