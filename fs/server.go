@@ -14,6 +14,7 @@ import (
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/nodes"
+	"github.com/deltafs/deltafs/serve"
 )
 
 // Server is a running mount. Its methods are safe for concurrent use.
@@ -93,10 +94,7 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 // buildTree creates the table directories and reads each table's newest
 // version once, logging the tables that are refused.
 func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
-	ix := newTableIndex(s.tables)
-	data := &dataSource{tables: ix, cache: s.cache}
-	mat := &materializer{tables: ix, data: data, cache: s.cache, log: s.cfg.Logger, stats: s.stats}
-	s.env = nodes.NewEnv(data, mat, nodes.Options{
+	s.env = nodes.NewEnv(nodes.Options{
 		Passthrough:     !s.cfg.NoPassthrough,
 		XAttrs:          s.cfg.XAttrs,
 		ShortTimeout:    s.cfg.Refresh,
@@ -106,7 +104,8 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 		InboxStaleAfter: s.cfg.InboxStaleAfter,
 	})
 	for _, t := range s.tables {
-		d := nodes.NewTableDir(s.env, t.name, t.table)
+		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization})
+		d := nodes.NewTableDir(s.env, t.name, t.table, files)
 		if _, err := d.Refresh(ctx); err != nil {
 			s.cfg.Logger.Warn("deltafs: table refused", "table", t.name, "location", t.store.String(), "err", err)
 		}

@@ -1,11 +1,8 @@
 package fs
 
 import (
-	"io"
 	"net/http"
 	"os"
-	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/deltafs/deltafs/blobcache"
@@ -66,67 +63,4 @@ func (s *Server) mountStatus() any {
 		out.Sources = append(out.Sources, t.name+"="+t.store.String())
 	}
 	return out
-}
-
-// progressAfter is how long a materialization runs before it is logged
-// at info level, and the period of its progress lines.
-const progressAfter = 2 * time.Second
-
-// progress wraps the build of a rewritten file: long builds are logged
-// (start, progress every progressAfter, end with sizes and time) and
-// every build is counted in the metrics.
-func (m *materializer) progress(table string, snap *delta.Snapshot, f *delta.LiveFile, build func(io.Writer) error) func(io.Writer) error {
-	return func(w io.Writer) error {
-		attrs := []any{"table", table, "version", snap.Version(), "file", f.Key, "stored_bytes", f.Add.Size}
-		if dv := f.Add.DeletionVector; dv != nil {
-			attrs = append(attrs, "deleted_rows", dv.Cardinality)
-		}
-		attrs = slices.Clip(attrs) // appends below copy: the progress goroutine shares attrs
-		m.log.Debug("deltafs: materialize", attrs...)
-		start := time.Now()
-		cw := &countingWriter{w: w}
-		done := make(chan struct{})
-		go m.logProgress(attrs, start, cw, done)
-		err := build(cw)
-		close(done)
-		took := time.Since(start)
-		m.stats.materialization(took, cw.n.Load(), err)
-		end := append(attrs, "written_bytes", cw.n.Load(), "took", took.Round(time.Millisecond))
-		switch {
-		case err != nil:
-			m.log.Warn("deltafs: materialize failed", append(end, "err", err)...)
-		case took >= progressAfter:
-			m.log.Info("deltafs: materialized", end...)
-		default:
-			m.log.Debug("deltafs: materialized", end...)
-		}
-		return err
-	}
-}
-
-// logProgress logs a build still running every progressAfter until done.
-func (m *materializer) logProgress(attrs []any, start time.Time, cw *countingWriter, done <-chan struct{}) {
-	tick := time.NewTicker(progressAfter)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-			m.log.Info("deltafs: materializing", append(attrs, "written_bytes", cw.n.Load(),
-				"elapsed", time.Since(start).Round(time.Second))...)
-		}
-	}
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n atomic.Int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n.Add(int64(n))
-	return n, err
 }

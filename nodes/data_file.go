@@ -11,12 +11,13 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/serve"
 )
 
 // DataFile is one live data file of a snapshot. A file without deletion
 // vector in a table without column mapping is served byte for byte from
 // storage (its size is the stored size); any other is served as rewritten
-// by the Materializer (deleted rows removed, logical column names), whose
+// by package serve (deleted rows removed, logical column names), whose
 // exact size is known before the first stat is answered. Its content never
 // changes: long kernel timeouts and FOPEN_KEEP_CACHE.
 type DataFile struct {
@@ -26,7 +27,7 @@ type DataFile struct {
 	ref     *snapRef     // the version, shared with its directories
 	add     *delta.Add   // the live file's add action (shared with the snapshot)
 	path    string       // path inside the snapshot directory
-	rewrite bool         // served through the Materializer
+	rewrite bool         // served rewritten (serve.Rewritten)
 	size    atomic.Int64 // served size, -1 until known
 }
 
@@ -43,7 +44,7 @@ var (
 func newDataFile(ref *snapRef, add *delta.Add, p string, mapped bool) *DataFile {
 	d := &DataFile{ref: ref, add: add, path: p}
 	d.ro = roNode{ref.env, &d.Inode}
-	d.rewrite = mapped || add.DeletionVector != nil
+	d.rewrite = serve.Rewritten(add, mapped)
 	if d.rewrite {
 		d.size.Store(-1)
 	} else {
@@ -86,7 +87,7 @@ func (d *DataFile) servedSize(ctx context.Context) (int64, syscall.Errno) {
 	snap, f, err := d.live(ctx)
 	if err == nil {
 		var n int64
-		if n, err = d.env().Material.Size(ctx, snap, f); err == nil {
+		if n, err = d.ref.files.Size(ctx, snap, f); err == nil {
 			d.size.Store(n)
 			return n, 0
 		}
@@ -141,17 +142,12 @@ func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 
 // openContent opens the bytes and checks they have the size stat reported,
 // so that a file changed behind the log is an error, never wrong data.
-func (d *DataFile) openContent(ctx context.Context) (Content, error) {
+func (d *DataFile) openContent(ctx context.Context) (serve.Content, error) {
 	snap, f, err := d.live(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var c Content
-	if d.rewrite {
-		c, err = d.env().Material.Open(ctx, snap, f)
-	} else {
-		c, err = d.env().Data.Open(ctx, snap, f)
-	}
+	c, err := d.ref.files.Open(ctx, snap, f)
 	if err != nil {
 		return nil, err
 	}

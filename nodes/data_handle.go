@@ -8,6 +8,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/serve"
 )
 
 // dataHandle is an open DataFile. When the content has a local file and
@@ -15,7 +17,7 @@ import (
 // never called; otherwise Read serves the content in userspace.
 type dataHandle struct {
 	file        *DataFile
-	content     Content
+	content     serve.Content
 	passthrough bool
 }
 

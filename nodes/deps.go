@@ -5,21 +5,22 @@
 // staged and appended (through the Writer interface below).
 //
 // It knows Delta only through the engine's value types (snapshots, live
-// files) and reaches bytes, caches and storage only through the small
-// interfaces declared in this file, which package fs implements. Every
-// errno is chosen in errno.go.
+// files), asks package serve (through Files) for the bytes of data
+// files, and reaches commits only through the Writer interface declared
+// in this file, which the mount implements. Every errno is chosen in
+// errno.go.
 package nodes
 
 import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/serve"
 )
 
 // Table is what the tree needs of one Delta table. *delta.Table
@@ -44,39 +45,16 @@ type Table interface {
 	HistoryEach(ctx context.Context, from, to int64, fn func(delta.CommitSummary) error) error
 }
 
-// Content is an open, immutable view of the bytes one data file serves.
-// ReadAt must be safe for concurrent use; it returns io.EOF (or n <
-// len(p) with io.EOF) at the end.
-type Content interface {
-	// ReadAt reads len(p) bytes at off.
-	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
-	// Size is the exact number of bytes served.
-	Size() int64
-	// File returns a local file holding exactly the served bytes, usable
-	// for kernel passthrough, or nil when there is none. It stays valid
-	// until Close.
-	File() *os.File
-	// Close releases the view.
-	Close() error
-}
-
-// DataSource opens the stored bytes of live files that are served as they
-// are (no deletion vector, no column mapping).
-type DataSource interface {
-	// Open returns the stored bytes of f, a live file of snap. A missing
-	// object is an error wrapping delta.ErrNotExist.
-	Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error)
-}
-
-// Materializer serves live files that need rewriting: rows deleted by a
-// deletion vector removed and physical column names replaced by logical
-// ones. Results are cached by (table, path, deletion vector id), so that
-// Size followed by Open builds the file at most once.
-type Materializer interface {
-	// Size returns the exact size of the rewritten file.
+// Files serves the bytes of one table's data files; serve.Table
+// implements it, and each table directory gets its own (NewTableDir).
+// Implementations must be safe for concurrent use.
+type Files interface {
+	// Size returns the exact size f, a live file of snap, is served with:
+	// stored, or rewritten (serve.Rewritten).
 	Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (int64, error)
-	// Open returns the rewritten file.
-	Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error)
+	// Open returns the served bytes of f. A missing object is an error
+	// wrapping delta.ErrNotExist.
+	Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (serve.Content, error)
 }
 
 // Options are the mount-wide settings of the tree.
@@ -135,10 +113,8 @@ type Observer interface {
 // Env is what every node of one mount shares. Build it with NewEnv; its
 // fields must not change once the mount is up.
 type Env struct {
-	Data     DataSource
-	Material Materializer
-	Opts     Options
-	log      *slog.Logger
+	Opts Options
+	log  *slog.Logger
 	// directIO: the kernel keeps mmap working on FOPEN_DIRECT_IO files
 	// (FUSE_DIRECT_IO_ALLOW_MMAP), so rewritten files may bypass the FUSE
 	// page cache. Set once the mount is up (SetDirectIO).
@@ -168,7 +144,7 @@ func (e *Env) releaseStaging(n int64) {
 }
 
 // NewEnv returns an Env with the defaults of opts filled in.
-func NewEnv(data DataSource, mat Materializer, opts Options) *Env {
+func NewEnv(opts Options) *Env {
 	if opts.ShortTimeout <= 0 {
 		opts.ShortTimeout = time.Second
 	}
@@ -182,7 +158,7 @@ func NewEnv(data DataSource, mat Materializer, opts Options) *Env {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Env{Data: data, Material: mat, Opts: opts, log: log}
+	return &Env{Opts: opts, log: log}
 }
 
 // Errors a Writer returns, so that the inbox can choose the errno (see

@@ -109,8 +109,8 @@ func mountInbox(t *testing.T, w *fakeWriter) (string, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	env := NewEnv(nil, nil, Options{})
-	d := NewTableDir(env, "t", delta.Open(st, delta.Options{}))
+	env := NewEnv(Options{})
+	d := NewTableDir(env, "t", delta.Open(st, delta.Options{}), nil)
 	staging := t.TempDir()
 	d.EnableInbox(w, staging)
 	mnt := t.TempDir()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/serve"
 )
 
 // snapshotTree is the Hive layout of one snapshot: the live files placed
@@ -49,6 +50,7 @@ type treeEntry struct {
 type snapRef struct {
 	env     *Env
 	table   Table
+	files   Files
 	name    string    // the table's name in the mount
 	version int64     // the snapshot's version
 	mtime   time.Time // the version's commit time, for its directories
@@ -92,8 +94,7 @@ func buildTree(snap *delta.Snapshot) (*snapshotTree, error) {
 		}
 		return files[i].Add.DeletionVector.UniqueID() < files[j].Add.DeletionVector.UniqueID()
 	})
-	mode := snap.Metadata().ColumnMapping()
-	t := &snapshotTree{dirs: map[string]*treeDir{"": {}}, rewrite: mode != "" && mode != delta.ColumnMappingNone}
+	t := &snapshotTree{dirs: map[string]*treeDir{"": {}}, rewrite: serve.Mapped(snap.Metadata())}
 	cols := snap.Metadata().PartitionColumns
 	fileDirs := make([]*treeDir, len(files))
 	for i := range files {

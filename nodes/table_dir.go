@@ -43,6 +43,7 @@ type TableDir struct {
 	env   *Env
 	name  string
 	table Table
+	files Files
 
 	inbox *inbox // set by EnableInbox before mounting; nil: no inbox/
 
@@ -61,9 +62,10 @@ var (
 	_ = (fs.NodeOpendirHandler)((*TableDir)(nil))
 )
 
-// NewTableDir returns the directory of table, shown as name.
-func NewTableDir(env *Env, name string, table Table) *TableDir {
-	d := &TableDir{env: env, name: name, table: table}
+// NewTableDir returns the directory of table, shown as name, whose data
+// files are served by files.
+func NewTableDir(env *Env, name string, table Table, files Files) *TableDir {
+	d := &TableDir{env: env, name: name, table: table, files: files}
 	d.ro = roNode{env, &d.Inode}
 	return d
 }
@@ -229,7 +231,7 @@ func (d *TableDir) snapshotChild(ctx context.Context, info delta.VersionInfo, ou
 			return ch
 		}
 	}
-	ref := &snapRef{env: d.env, table: d.table, name: d.name, version: info.Version, mtime: info.ModTime}
+	ref := &snapRef{env: d.env, table: d.table, files: d.files, name: d.name, version: info.Version, mtime: info.ModTime}
 	sd := &SnapshotDir{ref: ref}
 	sd.ro = roNode{d.env, &sd.Inode}
 	sd.fill(&out.Attr)

@@ -38,7 +38,7 @@ func TestRefreshNeverMovesLatestBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	tbl := &staleTable{Table: real, latest: v1}
-	d := NewTableDir(NewEnv(nil, nil, Options{}), "t", tbl)
+	d := NewTableDir(NewEnv(Options{}), "t", tbl, nil)
 	if changed, err := d.Refresh(ctx); err != nil || !changed {
 		t.Fatalf("first refresh: changed %v, err %v; want true, nil", changed, err)
 	}

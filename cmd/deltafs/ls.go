@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/deltafs/deltafs/delta"
-	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/serve"
 )
 
 const lsHelp = `List the live data files of a table at a version: the files a reader of that
@@ -72,7 +72,7 @@ func runLs(ctx context.Context, args []string) error {
 	}
 	var served servedSizer
 	if !*storedOnly {
-		sizes, err := dfs.NewServedSizes(snap)
+		sizes, err := serve.NewServedSizes(snap)
 		if err != nil {
 			return err
 		}

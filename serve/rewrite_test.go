@@ -1,4 +1,4 @@
-package fs
+package serve
 
 import (
 	"bytes"
@@ -73,7 +73,7 @@ func TestCompositeEntryMatchesRewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newTestCache(t, t.TempDir())
-	m := &materializer{cache: c}
+	m := NewTable("t", nil, c, Options{})
 	var builds atomic.Int64
 	l, df, err := m.entry(context.Background(), "k", int64(len(src)), entryBuild(src, del, &builds))
 	if err != nil {
@@ -98,7 +98,7 @@ func TestCompositeEntryDamagedRebuilt(t *testing.T) {
 		dir := t.TempDir()
 		var builds atomic.Int64
 		c1 := newTestCache(t, dir)
-		l1, df, err := (&materializer{cache: c1}).entry(context.Background(), "k", int64(len(src)), entryBuild(src, del, &builds))
+		l1, df, err := NewTable("t", nil, c1, Options{}).entry(context.Background(), "k", int64(len(src)), entryBuild(src, del, &builds))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestCompositeEntryDamagedRebuilt(t *testing.T) {
 			}
 		}
 		c2 := newTestCache(t, dir)
-		l2, df2, err := (&materializer{cache: c2}).entry(context.Background(), "k", int64(len(src)), entryBuild(src, del, &builds))
+		l2, df2, err := NewTable("t", nil, c2, Options{}).entry(context.Background(), "k", int64(len(src)), entryBuild(src, del, &builds))
 		if err != nil {
 			t.Fatal(err)
 		}

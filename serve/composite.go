@@ -1,11 +1,10 @@
-package fs
+package serve
 
 import (
 	"context"
 	"os"
 
 	"github.com/deltafs/deltafs/blobcache"
-	"github.com/deltafs/deltafs/nodes"
 	"github.com/deltafs/deltafs/pqfile"
 )
 
@@ -15,11 +14,11 @@ import (
 // pass it through.
 type compositeContent struct {
 	layout *pqfile.Layout
-	src    nodes.Content       // the stored file
+	src    Content             // the stored file
 	entry  *blobcache.DiskFile // the patch is at its start
 }
 
-var _ nodes.Content = (*compositeContent)(nil)
+var _ Content = (*compositeContent)(nil)
 
 func (c *compositeContent) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	return c.layout.ReadAt(p, off, ctxReaderAt{ctx, c.src}, c.entry)
@@ -39,7 +38,7 @@ func (c *compositeContent) Close() error {
 // ctxReaderAt reads a Content with the context of the read being served.
 type ctxReaderAt struct {
 	ctx context.Context
-	c   nodes.Content
+	c   Content
 }
 
 func (r ctxReaderAt) ReadAt(p []byte, off int64) (int, error) { return r.c.ReadAt(r.ctx, p, off) }

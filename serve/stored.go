@@ -1,4 +1,4 @@
-package fs
+package serve
 
 import (
 	"context"
@@ -10,30 +10,17 @@ import (
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/nodes"
 )
 
-// dataSource serves live files as stored: a local table's files straight
-// from the local file (the kernel page cache is their cache, and the file
+// openStored opens the stored bytes of f: a local table's file straight
+// from the local file (the kernel page cache is its cache, and the file
 // can be handed to kernel passthrough); a remote table's through the
 // memory block cache.
-type dataSource struct {
-	tables *tableIndex
-	cache  *blobcache.Cache
-}
-
-var _ nodes.DataSource = (*dataSource)(nil)
-
-// Open implements nodes.DataSource.
-func (d *dataSource) Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (nodes.Content, error) {
-	t, err := d.tables.of(snap)
-	if err != nil {
-		return nil, err
+func (t *Table) openStored(ctx context.Context, f *delta.LiveFile) (Content, error) {
+	if t.local != "" {
+		return openLocal(t.local, f.Key)
 	}
-	if dir := t.store.LocalDir(); dir != "" {
-		return openLocal(dir, f.Key)
-	}
-	obj := d.cache.Object(cacheSource{t}, objectKey(t, f.Key), f.Add.Size, objectVersion(f.Add))
+	obj := t.cache.Object(cacheSource{t}, t.objectKey(f.Key), f.Add.Size, objectVersion(f.Add))
 	// Every Parquet reader starts at the footer: fetch the file's tail in
 	// the background now, so that it is on its way (or in memory) when the
 	// first read asks for it. A sequential reader from offset 0 gets its
@@ -49,11 +36,11 @@ const footerPrefetch = 64 << 10
 
 // objectKey names a data object uniquely across all the mount's stores:
 // the block cache is shared by every table of the mount.
-func objectKey(t *mountedTable, key string) string { return t.store.String() + "/" + key }
+func (t *Table) objectKey(key string) string { return t.store.String() + "/" + key }
 
 // cacheSource is the blobcache.Source of one table: blobcache hands back
 // the cache name (objectKey), which it maps to the table's storage key.
-type cacheSource struct{ t *mountedTable }
+type cacheSource struct{ t *Table }
 
 func (s cacheSource) ReadRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
 	key, ok := strings.CutPrefix(name, s.t.store.String()+"/")
@@ -101,9 +88,9 @@ func (c *objectContent) Close() error   { return nil }
 
 // readerAtFor returns the stored bytes of a live file as an io.ReaderAt,
 // for the Parquet rewriter, and a function to release it.
-func (d *dataSource) readerAtFor(ctx context.Context, t *mountedTable, f *delta.LiveFile) (io.ReaderAt, func(), error) {
-	if dir := t.store.LocalDir(); dir != "" {
-		c, err := openLocal(dir, f.Key)
+func (t *Table) readerAtFor(ctx context.Context, f *delta.LiveFile) (io.ReaderAt, func(), error) {
+	if t.local != "" {
+		c, err := openLocal(t.local, f.Key)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -113,6 +100,6 @@ func (d *dataSource) readerAtFor(ctx context.Context, t *mountedTable, f *delta.
 		}
 		return c.f, func() { c.Close() }, nil
 	}
-	obj := d.cache.Object(cacheSource{t}, objectKey(t, f.Key), f.Add.Size, objectVersion(f.Add))
+	obj := t.cache.Object(cacheSource{t}, t.objectKey(f.Key), f.Add.Size, objectVersion(f.Add))
 	return obj.ReaderAt(ctx), func() {}, nil
 }

@@ -1,4 +1,4 @@
-package fs
+package serve
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"io"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/delta/pqfile"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 // planFor returns the rewrite of the live file f of snap, read from src:
 // its deleted rows removed and, in a column-mapped table, its physical
-// column names replaced by logical ones. The materializer writes it to
-// the disk cache; ServedSize only measures it.
+// column names replaced by logical ones. Table writes it to the disk
+// cache; ServedSizes only measures it.
 func planFor(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, rename *pqfile.Rename, src io.ReaderAt) (*pqfile.Plan, error) {
 	deleted, err := snap.DeletedRows(ctx, f.Add)
 	if err != nil {
@@ -24,7 +24,7 @@ func planFor(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, renam
 // ServedSizes gives the sizes a mount gives the live files of one
 // snapshot in stat(2): the stored size for a file served byte for byte,
 // the size of the rewritten file for one with a deletion vector or in a
-// column-mapped table. The latter is the materializer's own plan, laid
+// column-mapped table. The latter is Table's own plan (planFor), laid
 // out without being written anywhere.
 type ServedSizes struct {
 	snap   *delta.Snapshot
@@ -43,7 +43,7 @@ func NewServedSizes(snap *delta.Snapshot) (*ServedSizes, error) {
 // Rewritten reports whether the mount serves f rewritten, with another
 // size than stored.
 func (s *ServedSizes) Rewritten(f *delta.LiveFile) bool {
-	return s.rename != nil || f.Add.DeletionVector != nil
+	return Rewritten(f.Add, s.rename != nil)
 }
 
 // Size returns the served size of f. For a rewritten file it reads src,

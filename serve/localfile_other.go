@@ -1,6 +1,6 @@
 //go:build !linux
 
-package fs
+package serve
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 )
 
 // openLocal opens key under the local table root dir as a data file to
-// serve, with the rules of the Linux version (fs/localfile_linux.go)
+// serve, with the rules of the Linux version (localfile_linux.go)
 // but without openat2: each directory below dir is opened in turn with
 // O_NOFOLLOW (a symbolic link anywhere on the path is refused), ".."
 // is refused, and the file itself is opened O_NONBLOCK|O_NOFOLLOW and

@@ -1,0 +1,119 @@
+// Package serve produces the bytes a mount serves for a table's data
+// files: a stored file as it is (a local file, which the kernel can pass
+// through, or a remote object read through the block cache), and a file
+// that needs rewriting (rows deleted by a deletion vector removed,
+// physical column names replaced by logical ones) as a composite of
+// ranges of the stored file and of a patch kept in the disk cache
+// (pqfile's layout entry).
+//
+// It knows Delta through the engine's value types, bytes through
+// delta.Storage, caches through blobcache and Parquet through pqfile;
+// nothing of FUSE. Package nodes asks it for sizes and contents; the
+// mount builds one Table per table it serves.
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/deltafs/deltafs/blobcache"
+	"github.com/deltafs/deltafs/delta"
+)
+
+// Content is an open, immutable view of the bytes one data file serves.
+// ReadAt must be safe for concurrent use; it returns io.EOF (or n <
+// len(p) with io.EOF) at the end.
+type Content interface {
+	// ReadAt reads len(p) bytes at off.
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Size is the exact number of bytes served.
+	Size() int64
+	// File returns a local file holding exactly the served bytes, usable
+	// for kernel passthrough, or nil when there is none. It stays valid
+	// until Close.
+	File() *os.File
+	// Close releases the view.
+	Close() error
+}
+
+// Rewritten reports whether a live file is served rewritten rather than
+// as stored: it has a deletion vector, or its table's columns carry
+// physical names (column mapping: mapped).
+func Rewritten(add *delta.Add, mapped bool) bool {
+	return mapped || add.DeletionVector != nil
+}
+
+// Mapped reports whether the data files of a table with metadata md carry
+// physical column names (column mapping in id or name mode).
+func Mapped(md *delta.Metadata) bool {
+	mode := md.ColumnMapping()
+	return mode != "" && mode != delta.ColumnMappingNone
+}
+
+// Options are a Table's settings.
+type Options struct {
+	// Logger receives materializations: debug lines, info lines for
+	// those that take longer than 2s (with progress), warnings for
+	// failures (default: discard).
+	Logger *slog.Logger
+	// Observe, when set, is told of every materialization (metrics).
+	Observe func(took time.Duration, bytes int64, err error)
+}
+
+// Table serves the data files of one table. It is safe for concurrent
+// use.
+type Table struct {
+	name  string           // the table's name in the mount, for messages
+	store delta.Storage    // the table's storage, unwrapped (data files are not timed)
+	local string           // the table's local directory; "" for an object store
+	cache *blobcache.Cache // block cache of remote objects, disk cache of patches
+	log   *slog.Logger
+	opts  Options
+}
+
+// NewTable returns the server of the data files of the table named name
+// kept in store; cache holds remote blocks and rewritten files' patches.
+func NewTable(name string, store delta.Storage, cache *blobcache.Cache, opts Options) *Table {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts}
+}
+
+// Size returns the exact number of bytes f, a live file of snap, is
+// served with: its stored size, or its rewritten size (building the
+// rewrite's cache entry once).
+func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (int64, error) {
+	if !Rewritten(f.Add, Mapped(snap.Metadata())) {
+		return f.Add.Size, nil
+	}
+	l, df, err := t.derive(ctx, snap, f)
+	if err != nil {
+		return 0, err
+	}
+	df.Close()
+	return l.Size(), nil
+}
+
+// Open returns the served bytes of f, a live file of snap. A missing
+// object is an error wrapping delta.ErrNotExist; a stored file whose
+// size is not the one the log gives is an error wrapping
+// delta.ErrCorruptLog, never wrong data.
+func (t *Table) Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error) {
+	if !Rewritten(f.Add, Mapped(snap.Metadata())) {
+		c, err := t.openStored(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if c.Size() != f.Add.Size {
+			c.Close()
+			return nil, fmt.Errorf("data file %s: %w: stored size %d, the log says %d", f.Key, delta.ErrCorruptLog, c.Size(), f.Add.Size)
+		}
+		return c, nil
+	}
+	return t.openRewritten(ctx, snap, f)
+}
