@@ -12,12 +12,12 @@ import (
 	"syscall"
 	"testing"
 
-	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/mount"
 )
 
 func TestInboxLocalTableHardLinks(t *testing.T) {
 	cacheDir := t.TempDir()
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{CacheDir: cacheDir})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{CacheDir: cacheDir})
 	data := parquetBytes(t, []basicRow{{ptr("h"), ptr[int64](1), ptr(2.5)}})
 
 	f, err := os.Create(filepath.Join(tdir, "inbox", "linked.parquet"))

@@ -24,9 +24,10 @@ import (
 	"time"
 	_ "time/tzdata" // partitionTimeZone needs zones on machines without them
 
-	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // partitionTimeZone names the fixtures whose timestamp partition values
@@ -128,7 +129,7 @@ func missingFiles(t *testing.T, name string) int {
 // the test ends, and returns MOUNTPOINT/t.
 func mountTable(t *testing.T, tableDir string) string {
 	t.Helper()
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: tableDir}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: tableDir}}})
 	return filepath.Join(mnt, "t")
 }
 

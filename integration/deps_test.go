@@ -25,6 +25,7 @@ const (
 type layerRule struct {
 	layer     string
 	mayImport []string // layers of ours allowed (with their subtrees); nil: none
+	direct    []string // when set, the layers of ours it may import directly (the others only through them)
 	anything  bool     // any package of ours is allowed
 	forbidden []string // outside import path prefixes never allowed
 	except    []string // subtrees of this layer exempt from forbidden
@@ -35,10 +36,12 @@ type layerRule struct {
 var layerRules = []layerRule{
 	{layer: "cmd/deltafs", anything: true},
 	{layer: "integration", anything: true},
-	{layer: "fs", mayImport: []string{"nodes", "blobcache", "writeback", "delta"}},
-	{layer: "nodes", mayImport: []string{"delta"}, forbidden: []string{goCloud}},
-	{layer: "writeback", mayImport: []string{"delta"}, forbidden: []string{goFuse}},
-	{layer: "delta", forbidden: []string{goFuse, goCloud}, except: []string{"delta/blobstore"}},
+	{layer: "mount", mayImport: []string{"nodes", "serve", "blobcache", "writeback", "delta", "pqfile"}},
+	{layer: "nodes", mayImport: []string{"delta", "serve", "pqfile", "blobcache"}, direct: []string{"delta", "serve"}, forbidden: []string{goCloud}},
+	{layer: "serve", mayImport: []string{"delta", "pqfile", "blobcache"}, forbidden: []string{goFuse, goCloud}},
+	{layer: "writeback", mayImport: []string{"delta", "pqfile"}, forbidden: []string{goFuse}},
+	{layer: "delta", mayImport: []string{"pqfile"}, forbidden: []string{goFuse, goCloud}, except: []string{"delta/blobstore"}},
+	{layer: "pqfile", forbidden: []string{goFuse, goCloud}},
 	{layer: "blobcache", forbidden: []string{goFuse}},
 	{layer: "internal/testenv"},
 }
@@ -64,7 +67,11 @@ var testHelpers = map[string]bool{"internal/testenv": true, "internal/fixtureche
 
 // violations returns one message per forbidden arrow from pkg (an import
 // path) to its transitive non-test dependencies deps.
-func violations(pkg string, deps []string) []string {
+func violations(pkg string, deps []string) []string { return violationsDirect(pkg, deps, nil) }
+
+// violationsDirect is violations with pkg's direct imports too, for the
+// rules that limit them.
+func violationsDirect(pkg string, deps, imports []string) []string {
 	rel, ok := strings.CutPrefix(pkg, module+"/")
 	if !ok {
 		return nil
@@ -83,6 +90,15 @@ func violations(pkg string, deps []string) []string {
 	for _, dep := range deps {
 		if msg := r.check(rel, dep); msg != "" {
 			out = append(out, msg)
+		}
+	}
+	for _, imp := range imports {
+		depRel, ours := strings.CutPrefix(imp, module+"/")
+		if !ours || r.direct == nil || in(depRel, r.layer) || testHelpers[depRel] {
+			continue
+		}
+		if !slices.ContainsFunc(r.direct, func(l string) bool { return in(depRel, l) }) {
+			out = append(out, fmt.Sprintf("%s -> %s: %s may import directly only %v of ours", rel, depRel, r.layer, r.direct))
 		}
 	}
 	return out
@@ -114,7 +130,7 @@ func (r *layerRule) check(rel, dep string) string {
 // TestPackageArrows checks every package of the module against layerRules,
 // using the transitive imports `go list` reports (test files excluded).
 func TestPackageArrows(t *testing.T) {
-	cmd := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "./...")
+	cmd := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}} |{{range .Imports}} {{.}}{{end}}", "./...")
 	cmd.Dir = testenv.RepoRoot(t)
 	out, err := cmd.Output()
 	if err != nil {
@@ -122,14 +138,15 @@ func TestPackageArrows(t *testing.T) {
 	}
 	checked := 0
 	for line := range strings.Lines(string(out)) {
-		fields := strings.Fields(line)
+		depPart, impPart, _ := strings.Cut(line, "|")
+		fields := strings.Fields(depPart)
 		if len(fields) == 0 {
 			continue
 		}
 		if ruleFor(strings.TrimPrefix(fields[0], module+"/")) != nil {
 			checked++
 		}
-		for _, msg := range violations(fields[0], fields[1:]) {
+		for _, msg := range violationsDirect(fields[0], fields[1:], strings.Fields(impPart)) {
 			t.Errorf("forbidden import %s (package arrows: shared docs/conventions.md)", msg)
 		}
 	}
@@ -154,37 +171,51 @@ func TestArrowRules(t *testing.T) {
 		pkg, dep string
 		want     string // substring of the violation, "" for allowed
 	}{
-		{m("cmd/deltafs"), m("fs"), ""},
+		{m("cmd/deltafs"), m("mount"), ""},
 		{m("cmd/deltafs"), goFuse + "/v2/fs", ""},
-		{m("fs"), m("nodes"), ""},
-		{m("fs"), m("delta/blobstore"), ""},
-		{m("fs"), m("cmd/deltafs"), "fs -> cmd/deltafs"},
+		{m("mount"), m("nodes"), ""},
+		{m("mount"), m("serve"), ""},
+		{m("mount"), m("delta/blobstore"), ""},
+		{m("mount"), m("cmd/deltafs"), "mount -> cmd/deltafs"},
 		{m("nodes"), m("delta"), ""},
+		{m("nodes"), m("serve"), ""},
 		{m("nodes"), goFuse + "/v2/fs", ""},
-		{m("nodes"), m("blobcache"), "nodes -> blobcache"},
 		{m("nodes"), m("writeback"), "nodes -> writeback"},
+		{m("nodes"), m("mount"), "nodes -> mount"},
 		{m("nodes"), goCloud + "/blob", "nodes -> gocloud.dev/blob"},
+		{m("serve"), m("blobcache"), ""},
+		{m("serve"), m("pqfile"), ""},
+		{m("serve"), m("nodes"), "serve -> nodes"},
+		{m("serve"), goFuse + "/v2/fuse", "serve -> github.com/hanwen/go-fuse/v2/fuse"},
 		{m("writeback"), m("delta"), ""},
+		{m("writeback"), m("pqfile"), ""},
 		{m("writeback"), m("nodes"), "writeback -> nodes"},
 		{m("writeback"), goFuse + "/v2/fuse", "writeback -> github.com/hanwen/go-fuse/v2/fuse"},
 		{m("delta"), m("delta/internal/x"), ""},
+		{m("delta"), m("pqfile"), ""},
 		{m("delta"), m("blobcache"), "delta -> blobcache"},
 		{m("delta"), goFuse + "/v2/fuse", "delta must not depend on github.com/hanwen/go-fuse"},
 		{m("delta"), goCloud + "/blob", "delta must not depend on gocloud.dev"},
 		{m("delta/dv"), goCloud + "/blob", "delta/dv -> gocloud.dev/blob"},
 		{m("delta/blobstore"), goCloud + "/blob", ""},
 		{m("delta/blobstore"), m("delta"), ""},
+		{m("pqfile"), m("delta"), "pqfile -> delta"},
+		{m("pqfile"), goCloud + "/blob", "pqfile -> gocloud.dev/blob"},
 		{m("blobcache"), goCloud + "/blob", ""},
 		{m("blobcache"), m("delta"), "blobcache -> delta"},
 		{m("blobcache"), goFuse + "/v2/fs", "blobcache -> github.com/hanwen/go-fuse/v2/fs"},
 		{m("internal/testenv"), m("delta"), "internal/testenv -> delta"},
-		{m("fs"), m("internal/testenv"), "only tests may import internal/testenv"},
-		{m("integration"), m("fs"), ""},
-		{"example.com/other", m("fs"), ""},
+		{m("mount"), m("internal/testenv"), "only tests may import internal/testenv"},
+		{m("integration"), m("mount"), ""},
+		{"example.com/other", m("mount"), ""},
 	} {
 		got := strings.Join(violations(tc.pkg, []string{tc.dep}), "; ")
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s -> %s: violations %q, want %q", tc.pkg, tc.dep, got, tc.want)
 		}
+	}
+	// nodes reaches the caches only through serve.
+	if got := violationsDirect(m("nodes"), []string{m("blobcache")}, []string{m("blobcache")}); len(got) != 1 || !strings.Contains(got[0], "directly") {
+		t.Errorf("nodes importing blobcache directly: violations %q, want one", got)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // duckdbCases are the tables DuckDB reads through the mount, with the
@@ -38,11 +38,11 @@ func TestDuckDBReadsMount(t *testing.T) {
 		return
 	}
 	script := filepath.Join(testenv.RepoRoot(t), "scripts", "duckdb-count.mjs")
-	var sources []dfs.Source
+	var sources []mount.Source
 	for _, c := range duckdbCases {
-		sources = append(sources, dfs.Source{Name: c.name, URL: testenv.Fixture(t, c.fixture)})
+		sources = append(sources, mount.Source{Name: c.name, URL: testenv.Fixture(t, c.fixture)})
 	}
-	mnt := mountFS(t, dfs.Config{Sources: sources})
+	mnt := mountFS(t, mount.Config{Sources: sources})
 	for _, c := range duckdbCases {
 		t.Run(c.name, func(t *testing.T) {
 			wantCount, wantSums, err := expectedSums(testenv.Expected(t, c.fixture, "latest"), c.sum)

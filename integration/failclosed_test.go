@@ -24,8 +24,8 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // damageCase damages a table copy. damage returns the damaged file (as a
@@ -176,8 +176,8 @@ func liveSet(s *delta.Snapshot) []string {
 func mountFailClosed(t *testing.T, clean, damaged, name string, firstBad, latest int64) {
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(io.MultiWriter(logs, testWriter{t}), nil))
-	cleanMnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: clean}}, ReadOnly: true})
-	damagedMnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: damaged}}, ReadOnly: true, Logger: logger})
+	cleanMnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: clean}}, ReadOnly: true})
+	damagedMnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: damaged}}, ReadOnly: true, Logger: logger})
 	failed := 0
 	for v := int64(0); v <= latest; v++ {
 		dir := fmt.Sprintf("t/@v%d", v)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // Fixture tables used by the mount tests.
@@ -28,7 +28,7 @@ const (
 
 // mountFS mounts cfg (its Mountpoint and CacheDir default to fresh temp
 // dirs) and unmounts it when the test ends. It returns the mountpoint.
-func mountFS(t testing.TB, cfg dfs.Config) string {
+func mountFS(t testing.TB, cfg mount.Config) string {
 	t.Helper()
 	testenv.RequireFUSE(t)
 	if cfg.Mountpoint == "" {
@@ -46,7 +46,7 @@ func mountFS(t testing.TB, cfg dfs.Config) string {
 			cfg.ReadOnly = true
 		}
 	}
-	srv, err := dfs.Mount(context.Background(), cfg)
+	srv, err := mount.Mount(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}

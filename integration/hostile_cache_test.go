@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // readTreeUncached reads every regular file under dir, dropping each from the page
@@ -72,7 +72,7 @@ func cacheEntries(t *testing.T, dir string) []string {
 func TestCacheEntriesChangedOnDisk(t *testing.T) {
 	cache := t.TempDir()
 	var logs lockedBuffer
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "dv", URL: testenv.Fixture(t, fixtureDV)}}, CacheDir: cache,
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "dv", URL: testenv.Fixture(t, fixtureDV)}}, CacheDir: cache,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	target, err := os.Readlink(filepath.Join(mnt, "dv", "@latest"))
 	if err != nil {
@@ -127,7 +127,7 @@ func TestCacheEntriesChangedOnDisk(t *testing.T) {
 // the inbox's staging dir) while mounted; the next drop still commits.
 func TestCacheDirRemovedInboxStillWorks(t *testing.T) {
 	cache := t.TempDir()
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{CacheDir: cache})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{CacheDir: cache})
 	v := latestSnapshot(t, root).Version()
 	if err := os.RemoveAll(cache); err != nil {
 		t.Fatal(err)

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // hostileOps is the number of random operations of the quick test (the
@@ -51,7 +51,7 @@ type hostileRun struct {
 // runHostile runs ops random operations with seed.
 func runHostile(t *testing.T, seed uint64, ops int) {
 	root := testenv.CopyFixture(t, fixtureAppend)
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}, Refresh: 50 * time.Millisecond})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, Refresh: 50 * time.Millisecond})
 	r := &hostileRun{t: t, rng: rand.New(rand.NewPCG(seed, 15)), root: root, dir: filepath.Join(mnt, "t"),
 		outside: t.TempDir(), acked: map[string]int64{}, counts: map[string]int{}}
 	snap := latestSnapshot(t, root)

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"testing"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // stageTooMuch writes size bytes into inbox/name in 64 KiB writes and
@@ -53,7 +53,7 @@ func stageTooMuch(t *testing.T, root, tdir, name string, size int, reason string
 // --cache-size; what is refused gives its bytes back, so a small file
 // still commits afterwards.
 func TestInboxCacheSizeBoundsStaging(t *testing.T) {
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{CacheSize: 256 << 10})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{CacheSize: 256 << 10})
 	stageTooMuch(t, root, tdir, "big.parquet", 1<<20, "--cache-size")
 	v := latestSnapshot(t, root).Version()
 	data := parquetBytes(t, []basicRow{{ptr("small"), ptr[int64](1), nil}})
@@ -77,7 +77,7 @@ func TestInboxStagingDiskFull(t *testing.T) {
 		testenv.Skip(t, "mount tmpfs: %v", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(cache, syscall.MNT_DETACH) })
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{CacheDir: cache})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{CacheDir: cache})
 	stageTooMuch(t, root, tdir, "big.parquet", 2<<20, "no space left on device")
 }
 
@@ -87,7 +87,7 @@ func TestInboxStagingDiskFull(t *testing.T) {
 // "__0x41__" for an escape) is refused by close(); nothing of either
 // reaches the table, and every file the log names is where it says.
 func TestInboxPartitionNamesStoredAsLogged(t *testing.T) {
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	before := latestSnapshot(t, root).Version()
 	inbox := filepath.Join(tdir, "inbox")
 	for _, name := range []string{"letter=.", "letter=..", "letter=a.."} {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // TestDataFilesThatAreNotRegularFiles: the log lists files that are now
@@ -26,7 +26,7 @@ import (
 // secret's bytes; the FIFO's read does not wait for a writer.
 func TestDataFilesThatAreNotRegularFiles(t *testing.T) {
 	root := testenv.CopyFixture(t, fixturePartitioned)
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}})
 	snap := latestSnapshot(t, root)
 	byDir := map[string][]string{} // partition dir -> files in it
 	for rel := range liveFiles(t, snap) {
@@ -125,7 +125,7 @@ func TestWarehouseChildNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{URL: wh}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{URL: wh}}})
 	want := len(liveFiles(t, latestSnapshot(t, testenv.Fixture(t, fixtureAppend))))
 	for _, n := range names {
 		ents, err := os.ReadDir(filepath.Join(mnt, n, "@latest"))
@@ -156,7 +156,7 @@ func TestTableVanishedUnderMount(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := testenv.CopyFixture(t, fixtureAppend)
-			mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}, Refresh: 100 * time.Millisecond})
+			mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, Refresh: 100 * time.Millisecond})
 			if _, err := os.ReadDir(filepath.Join(mnt, "t", "@latest")); err != nil {
 				t.Fatal(err)
 			}

@@ -22,8 +22,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/delta"
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // Fixture tables of the inbox tests.
@@ -107,17 +107,17 @@ var inboxCases = map[string]inboxCase{
 
 // mountCopy copies a fixture table and mounts the copy as MOUNTPOINT/t;
 // it returns the copy's root and MOUNTPOINT/t.
-func mountCopy(t *testing.T, fixture string, cfg dfs.Config) (string, string) {
+func mountCopy(t *testing.T, fixture string, cfg mount.Config) (string, string) {
 	t.Helper()
 	root := testenv.CopyFixture(t, fixture)
-	cfg.Sources = []dfs.Source{{Name: "t", URL: root}}
+	cfg.Sources = []mount.Source{{Name: "t", URL: root}}
 	return root, filepath.Join(mountFS(t, cfg), "t")
 }
 
 func TestInboxAppend(t *testing.T) {
 	for name, c := range inboxCases {
 		t.Run(name, func(t *testing.T) {
-			root, tdir := mountCopy(t, c.fixture, dfs.Config{})
+			root, tdir := mountCopy(t, c.fixture, mount.Config{})
 			before := latestSnapshot(t, root)
 			v := before.Version()
 			dir := filepath.Join(tdir, "inbox", c.dir)
@@ -242,7 +242,7 @@ func inboxStatus(t *testing.T, tdir string) []inboxEvent {
 }
 
 func TestInboxRefusals(t *testing.T) {
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	before := latestSnapshot(t, root)
 	inbox := filepath.Join(tdir, "inbox")
 	leaf := filepath.Join(inbox, "letter=a")
@@ -288,7 +288,7 @@ func TestInboxRefusals(t *testing.T) {
 }
 
 func TestInboxReadOnlyMount(t *testing.T) {
-	_, tdir := mountCopy(t, fixtureAppend, dfs.Config{ReadOnly: true})
+	_, tdir := mountCopy(t, fixtureAppend, mount.Config{ReadOnly: true})
 	if names := readDirNames(t, tdir); slices.Contains(names, "inbox") {
 		t.Errorf("read-only mount lists %v", names)
 	}
@@ -303,7 +303,7 @@ func TestInboxReadOnlyMount(t *testing.T) {
 // TestInboxTouchThenWrite: an empty file closed by touch stays staged;
 // written later, it commits once, even when closed through a dup'd fd.
 func TestInboxTouchThenWrite(t *testing.T) {
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{})
 	v := latestSnapshot(t, root).Version()
 	p := filepath.Join(tdir, "inbox", "late.parquet")
 	if err := os.WriteFile(p, nil, 0o644); err != nil {
@@ -338,7 +338,7 @@ func TestInboxTouchThenWrite(t *testing.T) {
 // of a half-written file does not decide its outcome (FUSE flushes on
 // every close); the opener's close does.
 func TestInboxForkedClose(t *testing.T) {
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{})
 	v := latestSnapshot(t, root).Version()
 	data := parquetBytes(t, []basicRow{{ptr("forked"), ptr[int64](2), nil}})
 	f, err := os.Create(filepath.Join(tdir, "inbox", "forked.parquet"))
@@ -371,7 +371,7 @@ func TestInboxConcurrentMounts(t *testing.T) {
 	v := latestSnapshot(t, root).Version()
 	var inboxes []string
 	for range 2 {
-		mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+		mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}})
 		inboxes = append(inboxes, filepath.Join(mnt, "t", "inbox"))
 	}
 	const writers = 8
@@ -445,7 +445,7 @@ func commitSources(t *testing.T, root string, version int64) []string {
 // the inbox of a local table, one writer: each is one commit.
 func BenchmarkInboxSmallCommit(b *testing.B) {
 	root := testenv.CopyFixture(b, fixtureAppend)
-	mnt := mountFS(b, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	mnt := mountFS(b, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}})
 	var buf bytes.Buffer
 	w := parquet.NewGenericWriter[basicRow](&buf)
 	w.Write([]basicRow{{ptr("b"), ptr[int64](1), ptr(2.0)}})

@@ -12,8 +12,8 @@ import (
 	"slices"
 	"testing"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // liveRowTables are fixtures without expected Parquet content that cover
@@ -51,11 +51,11 @@ var liveRowTables = []struct {
 
 func TestMountLiveRows(t *testing.T) {
 	testenv.RequireFUSE(t)
-	var sources []dfs.Source
+	var sources []mount.Source
 	for i, c := range liveRowTables {
-		sources = append(sources, dfs.Source{Name: fmt.Sprint("t", i), URL: testenv.Fixture(t, c.fixture)})
+		sources = append(sources, mount.Source{Name: fmt.Sprint("t", i), URL: testenv.Fixture(t, c.fixture)})
 	}
-	mnt := mountFS(t, dfs.Config{Sources: sources})
+	mnt := mountFS(t, mount.Config{Sources: sources})
 	for i, c := range liveRowTables {
 		t.Run(c.fixture, func(t *testing.T) {
 			facts := testenv.LoadFixtureJSON(t, c.fixture)

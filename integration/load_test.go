@@ -56,7 +56,7 @@ var shortLoad = loadPlan{duration: 25 * time.Second, readers: 16, localFiles: 4,
 
 const (
 	// loadMemoryBudget is the memory block cache budget of the mount:
-	// fs.Config.MemoryCacheSize left at its default (blobcache.DefaultMemoryBytes),
+	// mount.Config.MemoryCacheSize left at its default (blobcache.DefaultMemoryBytes),
 	// because `deltafs mount` has no flag to set it.
 	loadMemoryBudget = 256 << 20
 	// loadOverhead is the resident memory allowed beyond loadMemoryBudget.

@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"testing"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // TestMountMmap maps every live file of the DV and column-mapped tables
@@ -20,7 +20,7 @@ import (
 // memory_map, Polars) must see the same file.
 func TestMountMmap(t *testing.T) {
 	for _, noPT := range []bool{false, true} {
-		mnt := mountFixtures(t, dfs.Config{NoPassthrough: noPT})
+		mnt := mountFixtures(t, mount.Config{NoPassthrough: noPT})
 		mapped, rewritten := 0, 0
 		for name, fixture := range map[string]string{"dv": fixtureDV, "cm": fixtureCM} {
 			root := testenv.Fixture(t, fixture)

@@ -36,8 +36,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"pgregory.net/rapid"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 	"github.com/deltafs/deltafs/writeback"
 )
 
@@ -129,9 +129,9 @@ func newModelTable(t *testing.T) string {
 // modelMount mounts the table in-process for one rapid run; unmount
 // may be called before the run ends.
 func modelMount(t *testing.T, rt *rapid.T, dir string) (mnt string, unmount func()) {
-	cfg := dfs.Config{Sources: []dfs.Source{{Name: "t", URL: dir}}, Mountpoint: t.TempDir(), CacheDir: t.TempDir(),
+	cfg := mount.Config{Sources: []mount.Source{{Name: "t", URL: dir}}, Mountpoint: t.TempDir(), CacheDir: t.TempDir(),
 		Refresh: 50 * time.Millisecond, Logger: discardLogger()}
-	srv, err := dfs.Mount(context.Background(), cfg)
+	srv, err := mount.Mount(context.Background(), cfg)
 	if err != nil {
 		rt.Fatalf("mount: %v", err)
 	}

@@ -18,16 +18,16 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 	"github.com/deltafs/deltafs/nodes"
 )
 
 // mountFixtures mounts the DV, column-mapping, escaped-partition and
 // refused fixtures side by side as dv, cm, esc and bad.
-func mountFixtures(t *testing.T, cfg dfs.Config) string {
+func mountFixtures(t *testing.T, cfg mount.Config) string {
 	t.Helper()
-	cfg.Sources = []dfs.Source{
+	cfg.Sources = []mount.Source{
 		{Name: "dv", URL: testenv.Fixture(t, fixtureDV)},
 		{Name: "cm", URL: testenv.Fixture(t, fixtureCM)},
 		{Name: "esc", URL: testenv.Fixture(t, fixtureEscaped)},
@@ -50,7 +50,7 @@ func readDirNames(t *testing.T, dir string) []string {
 }
 
 func TestMountTableDirs(t *testing.T) {
-	mnt := mountFixtures(t, dfs.Config{})
+	mnt := mountFixtures(t, mount.Config{})
 	if got, want := readDirNames(t, mnt), []string{nodes.StatusName, "bad", "cm", "dv", "esc"}; !slices.Equal(got, want) {
 		t.Fatalf("root lists %v, want %v", got, want)
 	}
@@ -106,7 +106,7 @@ func checkHistory(t *testing.T, path string, latest int) {
 }
 
 func TestMountRefusedTable(t *testing.T) {
-	mnt := mountFixtures(t, dfs.Config{})
+	mnt := mountFixtures(t, mount.Config{})
 	bad := filepath.Join(mnt, "bad")
 	if got := readDirNames(t, bad); !slices.Equal(got, []string{"_deltafs_error.txt"}) {
 		t.Fatalf("refused table lists %v", got)
@@ -132,7 +132,7 @@ func TestMountRefusedTable(t *testing.T) {
 func TestMountPlainFilesIdentical(t *testing.T) {
 	for _, noPT := range []bool{false, true} {
 		t.Run(fmt.Sprintf("noPassthrough=%v", noPT), func(t *testing.T) {
-			mnt := mountFixtures(t, dfs.Config{NoPassthrough: noPT})
+			mnt := mountFixtures(t, mount.Config{NoPassthrough: noPT})
 			compared := 0
 			for name, fixture := range map[string]string{"dv": fixtureDV, "esc": fixtureEscaped} {
 				root := testenv.Fixture(t, fixture)
@@ -165,7 +165,7 @@ func TestMountPlainFilesIdentical(t *testing.T) {
 // parquet-go: it must hold numRecords - cardinality rows, its size must be
 // exact from the first stat, and the table's rows must add up.
 func TestMountDeletionVectors(t *testing.T) {
-	mnt := mountFixtures(t, dfs.Config{})
+	mnt := mountFixtures(t, mount.Config{})
 	root := testenv.Fixture(t, fixtureDV)
 	total, dvFiles := int64(0), 0
 	for p, f := range liveFiles(t, latestSnapshot(t, root)) {
@@ -227,7 +227,7 @@ func parquetRows(t *testing.T, path string, statSize int64) int64 {
 // TestMountColumnMapping checks that files of a column-mapped table carry
 // the table's logical column names.
 func TestMountColumnMapping(t *testing.T) {
-	mnt := mountFixtures(t, dfs.Config{})
+	mnt := mountFixtures(t, mount.Config{})
 	snap := latestSnapshot(t, testenv.Fixture(t, fixtureCM))
 	schema, err := snap.Schema()
 	if err != nil {
@@ -255,7 +255,7 @@ func TestMountColumnMapping(t *testing.T) {
 }
 
 func TestMountReadOnly(t *testing.T) {
-	mnt := mountFixtures(t, dfs.Config{})
+	mnt := mountFixtures(t, mount.Config{})
 	snapDir := filepath.Join(mnt, "esc", "@v0")
 	file := filepath.Join(snapDir, "_2=bar+%2521")
 	ents, err := os.ReadDir(file)
@@ -300,7 +300,7 @@ func TestMountTimestamps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}})
 	for name, want := range map[string]string{
 		"@2024-01-15":                "@v0",
 		"@2024-02-01T12:00:00Z":      "@v1",
@@ -346,7 +346,7 @@ func TestMountVacuumedFile(t *testing.T) {
 		break
 	}
 	for _, noPT := range []bool{false, true} {
-		mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}, NoPassthrough: noPT})
+		mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, NoPassthrough: noPT})
 		for p := range files {
 			_, err := os.ReadFile(filepath.Join(mnt, "t", "@latest", p))
 			if p == gone && !errors.Is(err, syscall.EIO) {
@@ -379,7 +379,7 @@ func TestMountCorruptDV(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}})
 	failed := 0
 	for p, f := range liveFiles(t, latestSnapshot(t, root)) {
 		_, err := os.ReadFile(filepath.Join(mnt, "t", "@latest", p))
@@ -408,7 +408,7 @@ func TestMountLatestMoves(t *testing.T) {
 	if err := os.Rename(last, held); err != nil {
 		t.Fatal(err)
 	}
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}, Refresh: 100 * time.Millisecond})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, Refresh: 100 * time.Millisecond})
 	link := filepath.Join(mnt, "t", "@latest")
 	if got, err := os.Readlink(link); err != nil || got != "@v1" {
 		t.Fatalf("@latest -> %q, %v before the commit; want @v1", got, err)
@@ -441,7 +441,7 @@ func TestMountXAttrs(t *testing.T) {
 		}
 	}
 	for _, on := range []bool{true, false} {
-		mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "dv", URL: root}}, XAttrs: on})
+		mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "dv", URL: root}}, XAttrs: on})
 		file := filepath.Join(mnt, "dv", "@latest", p)
 		buf := make([]byte, 4096)
 		n, err := syscall.Getxattr(file, "user.delta.deletedRows", buf)

@@ -2,7 +2,7 @@ package integration
 
 // The inbox on GCS (fake-gcs-server) and Azure (Azurite): the S3 inbox
 // tests (objectstore_inbox_test.go) in brief, one append and one refusal
-// per backend, through fs.Mount with the put-if-absent probe at mount.
+// per backend, through mount.Mount with the put-if-absent probe at mount.
 
 import (
 	"errors"
@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"testing"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // inboxBackends are the backends of TestObjectStoreInboxBackends, each with
@@ -43,7 +43,7 @@ func TestObjectStoreInboxBackends(t *testing.T) {
 			u := srv.BucketURL("warehouse/t")
 			before := latestSnapshot(t, u)
 			v := before.Version()
-			tdir := filepath.Join(mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: u}}}), "t")
+			tdir := filepath.Join(mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: u}}}), "t")
 			dir := filepath.Join(tdir, "inbox", c.dir)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatalf("mkdir %s: %v", dir, err)

@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 	"github.com/deltafs/deltafs/writeback"
 )
 
@@ -141,7 +141,7 @@ func TestS3MountReadsAcrossRestart(t *testing.T) {
 	testenv.RequireFUSE(t)
 	srv := testenv.StartS3(t)
 	testenv.UploadDir(t, srv.URL, "warehouse/t", testenv.Fixture(t, fixtureAppend))
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: srv.BucketURL("warehouse/t")}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: srv.BucketURL("warehouse/t")}}})
 	name, stored := appendBigFile(t, srv, filepath.Join(mnt, "t"), 24<<20)
 	latest := filepath.Join(mnt, "t", "@latest")
 
@@ -276,7 +276,7 @@ func TestS3InboxCommitFaults(t *testing.T) {
 			testenv.UploadDir(t, srv.URL, prefix, testenv.Fixture(t, fixtureAppend))
 			root := filepath.Join(srv.BucketDir, filepath.FromSlash(prefix))
 			v := latestSnapshot(t, root).Version()
-			mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: proxy.url(srv, prefix)}}})
+			mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: proxy.url(srv, prefix)}}})
 			ctl := &serverControl{killReq: make(chan chan struct{}), down: c.down}
 			proxy.setPlan(c.plan(ctl))
 			defer proxy.setPlan(nil)

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // TestS3InboxAppend drops a file into the inbox of a table in S3: close
@@ -27,7 +27,7 @@ func TestS3InboxAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: u}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: u}}})
 	data := inboxCases["unpartitioned"].data(t)
 	if err := os.WriteFile(filepath.Join(mnt, "t", "inbox", "new.parquet"), data, 0o644); err != nil {
 		t.Fatalf("write into the S3 inbox: %v", err)
@@ -66,7 +66,7 @@ func TestS3InboxRefusedWithoutAtomicPut(t *testing.T) {
 	proxy.ignoreIfAbsnt = true
 	proxy.mu.Unlock()
 	u := proxy.url(srv, "warehouse/basic")
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: u}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: u}}})
 	data := inboxCases["unpartitioned"].data(t)
 	err := os.WriteFile(filepath.Join(mnt, "t", "inbox", "new.parquet"), data, 0o644)
 	if !errors.Is(err, syscall.EROFS) {
@@ -80,7 +80,7 @@ func TestS3InboxRefusedWithoutAtomicPut(t *testing.T) {
 		t.Fatalf("table changed: %v", err)
 	}
 
-	mnt2 := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: u}}, SingleWriter: true})
+	mnt2 := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: u}}, SingleWriter: true})
 	if err := os.WriteFile(filepath.Join(mnt2, "t", "inbox", "new.parquet"), data, 0o644); err != nil {
 		t.Fatalf("single-writer append: %v", err)
 	}

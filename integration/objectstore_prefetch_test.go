@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // TestS3FooterPrefetchedOnOpen: opening a data file of an S3 table fetches
@@ -20,7 +20,7 @@ func TestS3FooterPrefetchedOnOpen(t *testing.T) {
 	root := testenv.Fixture(t, fixtureDV)
 	testenv.UploadDir(t, srv.URL, "t", root)
 	proxy := newCountingProxy(t, srv.Addr)
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: proxy.url(srv, "t")}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: proxy.url(srv, "t")}}})
 	checked := 0
 	for p, f := range liveFiles(t, latestSnapshot(t, root)) {
 		if f.Add.DeletionVector != nil {

@@ -3,7 +3,7 @@ package integration
 // S3 tests over versitygw: every fixture reads the same from S3 as from
 // the local disk; request counts through a counting proxy; a store that
 // ignores If-None-Match; the server killed and restarted during reads;
-// bad credentials; one table mounted through fs.Mount.
+// bad credentials; one table mounted through mount.Mount.
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/fixturecheck"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // fixtureCheckpointed has a classic checkpoint at version 10 of 15 and a
@@ -355,14 +355,14 @@ func TestObjectStoreBadCredentials(t *testing.T) {
 	}
 }
 
-// TestS3Mount mounts one S3 table with fs.Mount and compares every file
+// TestS3Mount mounts one S3 table with mount.Mount and compares every file
 // without a deletion vector under @latest with the local table's bytes.
 func TestS3Mount(t *testing.T) {
 	testenv.RequireFUSE(t)
 	srv := testenv.StartS3(t)
 	root := testenv.Fixture(t, fixtureCheckpointed)
 	testenv.UploadDir(t, srv.URL, "warehouse/dv", root)
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{URL: srv.BucketURL("warehouse/dv")}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{URL: srv.BucketURL("warehouse/dv")}}})
 	compared := 0
 	for p, f := range liveFiles(t, latestSnapshot(t, root)) {
 		if f.Add.DeletionVector != nil {

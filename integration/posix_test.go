@@ -18,15 +18,15 @@ import (
 	"github.com/hanwen/go-fuse/v2/posixtest"
 	"golang.org/x/sys/unix"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // posixFixture has partition directories and several files per version.
 const posixFixture = fixtureDV
 
 func mountPosix(t *testing.T) (mnt, snap string) {
-	mnt = mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: testenv.Fixture(t, posixFixture)}}})
+	mnt = mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: testenv.Fixture(t, posixFixture)}}})
 	return mnt, filepath.Join(mnt, "t", "@v15")
 }
 
@@ -161,7 +161,7 @@ func TestPosixLseek(t *testing.T) {
 // EROFS (or EPERM/EACCES where the kernel answers first).
 func TestPosixSnapshotsRefuseMutation(t *testing.T) {
 	root := testenv.CopyFixture(t, posixFixture)
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}})
 	snap := filepath.Join(mnt, "t", "@v15")
 	dir := filepath.Join(snap, "part=0")
 	file := firstRegular(t, dir)

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/scalegen"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // Correctness at scale (issue "Production-size tables"), sized for two
@@ -65,7 +65,7 @@ func TestScaleVersionEntriesAreCheap(t *testing.T) {
 				spec.CheckpointEvery = 0 // only the last: old versions have no checkpoint near them
 			}
 			res := genTable(t, spec)
-			mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: res.Dir}}, ReadOnly: true})
+			mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: res.Dir}}, ReadOnly: true})
 			_, before, budget := snapshotCacheStatus(t, mnt)
 			if budget <= 0 {
 				t.Fatal("the status file shows no snapshot cache budget")
@@ -115,7 +115,7 @@ func TestScaleVersionEntriesAreCheap(t *testing.T) {
 func TestScaleMemoryStaysInBudget(t *testing.T) {
 	res := genTable(t, scalegen.Spec{Commits: 1500, FilesPerCommit: 2, CheckpointEvery: 100, KeepCheckpoints: true, MaxLive: 2000})
 	const budget = 4 << 20
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: res.Dir}}, ReadOnly: true, SnapshotCacheSize: budget})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: res.Dir}}, ReadOnly: true, SnapshotCacheSize: budget})
 	heap := func() uint64 {
 		runtime.GC()
 		var ms runtime.MemStats
@@ -158,7 +158,7 @@ func TestScaleCorruptVersionFailsAloneWithItsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: res.Dir}}, ReadOnly: true,
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: res.Dir}}, ReadOnly: true,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for _, c := range []struct {
 		v     int
@@ -187,7 +187,7 @@ func TestScaleForgottenEntriesCostNothing(t *testing.T) {
 		testenv.Skip(t, "dropping the kernel's caches needs root")
 	}
 	res := genTable(t, scalegen.Spec{Commits: 600, FilesPerCommit: 1, CheckpointEvery: 50, KeepCheckpoints: true, MaxLive: 150})
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: res.Dir}}, ReadOnly: true, SnapshotCacheSize: 4 << 20})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: res.Dir}}, ReadOnly: true, SnapshotCacheSize: 4 << 20})
 	heap := func() int64 {
 		runtime.GC()
 		var ms runtime.MemStats

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // tableFiles lists every file under root with its size, for before/after
@@ -56,7 +56,7 @@ func tableFiles(t *testing.T, root string) map[string]int64 {
 func TestInboxNamesStayInside(t *testing.T) {
 	root := testenv.CopyFixture(t, fixtureAppend)
 	before := tableFiles(t, root)
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}})
 	inbox := filepath.Join(mnt, "t", "inbox")
 	data := parquetBytes(t, []basicRow{{Letter: ptr("x"), Number: ptr[int64](1)}})
 	names := []string{
@@ -112,7 +112,7 @@ func sameSizes(a, b map[string]int64) bool {
 func TestNoLinksOrSpecialFiles(t *testing.T) {
 	root := testenv.CopyFixture(t, fixtureAppend)
 	before := tableFiles(t, root)
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}})
 	dataFile := firstRegular(t, filepath.Join(mnt, "t", "@v1"))
 	for _, dir := range []string{mnt, filepath.Join(mnt, "t"), filepath.Join(mnt, "t", "@v1"), filepath.Join(mnt, "t", "inbox")} {
 		p := filepath.Join(dir, "x.parquet")
@@ -191,7 +191,7 @@ func TestPermissions(t *testing.T) {
 	}
 	fixture := testenv.Fixture(t, fixtureAppend)
 	t.Run("private by default", func(t *testing.T) {
-		mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: fixture}}})
+		mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: fixture}}})
 		opts := mountOptions(t, mnt)
 		if strings.Contains(opts, "allow_other") || !strings.Contains(opts, "default_permissions") {
 			t.Errorf("mount options %q: want default_permissions and no allow_other", opts)
@@ -203,7 +203,7 @@ func TestPermissions(t *testing.T) {
 	})
 	t.Run("allow_other with uid, gid and umask", func(t *testing.T) {
 		root := testenv.CopyFixture(t, fixtureAppend)
-		mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: root}}, AllowOther: true, UID: 4100, GID: 4200, Umask: 0o027})
+		mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, AllowOther: true, UID: 4100, GID: 4200, Umask: 0o027})
 		openPath(t, mnt)
 		if opts := mountOptions(t, mnt); !strings.Contains(opts, "allow_other") || !strings.Contains(opts, "default_permissions") {
 			t.Errorf("mount options %q: want allow_other and default_permissions", opts)
@@ -274,12 +274,12 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	}
 	for _, u := range urls {
 		var logs lockedBuffer
-		cfg := dfs.Config{
-			Sources: []dfs.Source{{Name: "t", URL: u}}, Mountpoint: t.TempDir(), CacheDir: t.TempDir(), ReadOnly: true,
+		cfg := mount.Config{
+			Sources: []mount.Source{{Name: "t", URL: u}}, Mountpoint: t.TempDir(), CacheDir: t.TempDir(), ReadOnly: true,
 			Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug})),
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		srv, err := dfs.Mount(ctx, cfg)
+		srv, err := mount.Mount(ctx, cfg)
 		cancel()
 		if err == nil {
 			srv.Unmount()

@@ -89,7 +89,7 @@ type Options struct {
 // DefaultInboxStaleAfter is the default Options.InboxStaleAfter.
 const DefaultInboxStaleAfter = time.Hour
 
-// Budget is a bound on local disk bytes shared with others (fs wires the
+// Budget is a bound on local disk bytes shared with others (the mount wires the
 // disk cache's, so staged inbox files and cached files share
 // --cache-size). Implementations must be safe for concurrent use.
 type Budget interface {
@@ -184,7 +184,7 @@ type StagedFile struct {
 	PartitionValues map[string]*string
 }
 
-// Writer appends files to one table; fs wires writeback.Committer into
+// Writer appends files to one table; the mount wires writeback.Committer into
 // it. Implementations must be safe for concurrent use.
 type Writer interface {
 	// Writable returns nil when files can be appended, else why not (an

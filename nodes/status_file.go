@@ -19,7 +19,7 @@ const StatusName = ".deltafs-status.json"
 const statusRefusalsShown = 20
 
 // MountStatus is the content of the status file: the state of every
-// table as of the moment it is read, and what package fs adds (Mount).
+// table as of the moment it is read, and what package mount adds (Mount).
 type MountStatus struct {
 	Time   time.Time     `json:"time"`
 	Tables []TableStatus `json:"tables"`

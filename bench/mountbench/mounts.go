@@ -15,7 +15,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
-	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // A config is one way of serving files: native (no mount), a deltafs
@@ -30,10 +30,10 @@ const (
 	loopbackTuned config = "loopback-tuned"
 )
 
-// mount is a mounted config. dir returns the directory holding the
+// mounted is a mounted config. dir returns the directory holding the
 // table's data files at a version: the table root for native, the mount
 // root for the loopbacks (which mirror the table root), @vN for deltafs.
-type mount struct {
+type mounted struct {
 	dir     func(version int64) string
 	unmount func() error
 }
@@ -41,9 +41,9 @@ type mount struct {
 // mountConfig mounts cfg, serving the table at root, at a fresh directory
 // under work. cacheDir is the deltafs disk cache (a fresh one makes
 // deltafs materialize DV'd files again).
-func mountConfig(cfg config, work, root, cacheDir string) (*mount, error) {
+func mountConfig(cfg config, work, root, cacheDir string) (*mounted, error) {
 	if cfg == native {
-		return &mount{dir: func(int64) string { return root }, unmount: func() error { return nil }}, nil
+		return &mounted{dir: func(int64) string { return root }, unmount: func() error { return nil }}, nil
 	}
 	mnt, err := os.MkdirTemp(work, "mnt-")
 	if err != nil {
@@ -51,19 +51,19 @@ func mountConfig(cfg config, work, root, cacheDir string) (*mount, error) {
 	}
 	switch cfg {
 	case deltaPT, deltaUser:
-		srv, err := fs.Mount(context.Background(), fs.Config{Sources: []fs.Source{{Name: "t", URL: root}}, Mountpoint: mnt,
+		srv, err := mount.Mount(context.Background(), mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, Mountpoint: mnt,
 			CacheDir: cacheDir, NoPassthrough: cfg == deltaUser, Logger: warnLogger})
 		if err != nil {
 			return nil, fmt.Errorf("mount %s: %w", cfg, err)
 		}
 		dir := func(v int64) string { return filepath.Join(mnt, "t", fmt.Sprintf("@v%d", v)) }
-		return &mount{dir: dir, unmount: func() error { return unmountAndRemove(srv.Unmount, mnt) }}, nil
+		return &mounted{dir: dir, unmount: func() error { return unmountAndRemove(srv.Unmount, mnt) }}, nil
 	default:
 		srv, err := mountLoopback(root, mnt, cfg == loopbackTuned)
 		if err != nil {
 			return nil, fmt.Errorf("mount %s: %w", cfg, err)
 		}
-		return &mount{dir: func(int64) string { return mnt }, unmount: func() error { return unmountAndRemove(srv.Unmount, mnt) }}, nil
+		return &mounted{dir: func(int64) string { return mnt }, unmount: func() error { return unmountAndRemove(srv.Unmount, mnt) }}, nil
 	}
 }
 

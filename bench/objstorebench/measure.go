@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // firstRead is the size of the read timed as the time to first byte.
@@ -38,7 +38,7 @@ func mountTable(work, url string) (*mounted, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := fs.Mount(context.Background(), fs.Config{Sources: []fs.Source{{Name: "t", URL: url}}, Mountpoint: mnt,
+	srv, err := mount.Mount(context.Background(), mount.Config{Sources: []mount.Source{{Name: "t", URL: url}}, Mountpoint: mnt,
 		CacheDir: cache, ReadOnly: true, Logger: warnLogger})
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", blobstore.Redact(url), err)

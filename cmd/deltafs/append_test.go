@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 type appendRow struct {

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // errConfig marks an error in a config file or in fstab options; its
@@ -22,7 +22,7 @@ var errConfig = errors.New("bad mount configuration")
 type mountFile struct {
 	path       string
 	mountpoint string
-	tables     []fs.Source
+	tables     []mount.Source
 	settings   []setting
 }
 
@@ -125,17 +125,17 @@ func (mf *mountFile) addTables(v *yaml.Node) error {
 }
 
 // table parses one item of tables.
-func (mf *mountFile) table(item *yaml.Node) (fs.Source, error) {
+func (mf *mountFile) table(item *yaml.Node) (mount.Source, error) {
 	if item.Kind == yaml.ScalarNode {
 		if item.Value == "" {
-			return fs.Source{}, mf.errorf(item, "tables: empty entry")
+			return mount.Source{}, mf.errorf(item, "tables: empty entry")
 		}
 		return parseSource(item.Value), nil
 	}
 	if item.Kind != yaml.MappingNode {
-		return fs.Source{}, mf.errorf(item, "tables: want {name: NAME, url: URL} or \"[NAME=]URL\"")
+		return mount.Source{}, mf.errorf(item, "tables: want {name: NAME, url: URL} or \"[NAME=]URL\"")
 	}
-	var src fs.Source
+	var src mount.Source
 	for i := 0; i+1 < len(item.Content); i += 2 {
 		k, v := item.Content[i], item.Content[i+1]
 		if v.Kind != yaml.ScalarNode {
@@ -193,7 +193,7 @@ func setFlags(flags *flag.FlagSet) map[string]bool {
 // mergeArgs returns the sources and mountpoint of a mount: positional
 // arguments SOURCE... MOUNTPOINT replace the file's tables and mountpoint;
 // a single positional argument replaces only the mountpoint.
-func mergeArgs(mf *mountFile, pos []string) (sources []fs.Source, mountpoint string, err error) {
+func mergeArgs(mf *mountFile, pos []string) (sources []mount.Source, mountpoint string, err error) {
 	if mf != nil {
 		sources, mountpoint = mf.tables, mf.mountpoint
 	}

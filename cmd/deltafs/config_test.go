@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // writeConfig writes a config file into a temp dir and returns its path.
@@ -23,14 +23,14 @@ func writeConfig(t *testing.T, text string) string {
 }
 
 // resolveArgs parses mount arguments as runMount does, without mounting.
-func resolveArgs(t *testing.T, args ...string) (fs.Config, *mountFlags, error) {
+func resolveArgs(t *testing.T, args ...string) (mount.Config, *mountFlags, error) {
 	t.Helper()
 	flags := newFlags("mount", "", "")
 	var f mountFlags
 	f.define(flags)
 	pos, err := parseFlags(flags, args)
 	if err != nil {
-		return fs.Config{}, nil, err
+		return mount.Config{}, nil, err
 	}
 	cfg, err := f.resolve(flags, pos)
 	return cfg, &f, err
@@ -63,7 +63,7 @@ func TestConfigFileParsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSources := []fs.Source{
+	wantSources := []mount.Source{
 		{Name: "orders", URL: "s3://bucket/orders?region=eu-west-1"},
 		{URL: "/data/warehouse"},
 		{Name: "sales", URL: "gs://bucket/sales"},
@@ -86,28 +86,28 @@ func TestConfigPrecedence(t *testing.T) {
 	cases := []struct {
 		name  string
 		args  []string
-		check func(fs.Config, *mountFlags) string
+		check func(mount.Config, *mountFlags) string
 	}{
-		{"flag overrides file", []string{"--config", p, "--cache-size", "1G", "--read-only=false"}, func(c fs.Config, _ *mountFlags) string {
+		{"flag overrides file", []string{"--config", p, "--cache-size", "1G", "--read-only=false"}, func(c mount.Config, _ *mountFlags) string {
 			if c.CacheSize != 1<<30 || c.ReadOnly {
 				return "cache-size/read-only from the file"
 			}
 			return ""
 		}},
-		{"flag after args overrides file", []string{"--config", p, "/elsewhere", "--refresh", "2s"}, func(c fs.Config, _ *mountFlags) string {
+		{"flag after args overrides file", []string{"--config", p, "/elsewhere", "--refresh", "2s"}, func(c mount.Config, _ *mountFlags) string {
 			if c.Refresh != 2*time.Second || c.Mountpoint != "/elsewhere" || len(c.Sources) != 3 {
 				return "want refresh 2s, mountpoint /elsewhere, the file's 3 tables"
 			}
 			return ""
 		}},
-		{"args replace tables", []string{"--config", p, "a=/x", "/y", "/mnt/z"}, func(c fs.Config, _ *mountFlags) string {
-			want := []fs.Source{{Name: "a", URL: "/x"}, {URL: "/y"}}
+		{"args replace tables", []string{"--config", p, "a=/x", "/y", "/mnt/z"}, func(c mount.Config, _ *mountFlags) string {
+			want := []mount.Source{{Name: "a", URL: "/x"}, {URL: "/y"}}
 			if !reflect.DeepEqual(c.Sources, want) || c.Mountpoint != "/mnt/z" {
 				return "want the command line's sources and mountpoint"
 			}
 			return ""
 		}},
-		{"unset flags keep the file", []string{"--config", p, "--debug"}, func(c fs.Config, f *mountFlags) string {
+		{"unset flags keep the file", []string{"--config", p, "--debug"}, func(c mount.Config, f *mountFlags) string {
 			if !c.Debug || c.UID != 1000 || f.metricsAddr != "127.0.0.1:9464" {
 				return "file settings lost"
 			}

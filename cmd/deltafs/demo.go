@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/deltafs/deltafs/internal/sample"
-	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/mount"
 )
 
 const demoHelp = `Generate a small sample Delta table (DIR/orders: appends, a partitioned
@@ -64,8 +64,8 @@ func runDemo(ctx context.Context, args []string) error {
 	if err := prepareMountpoint(mnt); err != nil {
 		return err
 	}
-	cfg := fs.Config{
-		Sources:    []fs.Source{{Name: sample.Table, URL: table}},
+	cfg := mount.Config{
+		Sources:    []mount.Source{{Name: sample.Table, URL: table}},
 		Mountpoint: mnt,
 		CacheDir:   filepath.Join(root, ".cache"),
 		EngineInfo: "deltafs/" + buildVersion().Version,
@@ -148,8 +148,8 @@ func prepareMountpoint(mnt string) error {
 
 // serveDemo mounts, prints the tour and serves until ctx ends, then
 // unmounts (detaching if files are still open).
-func serveDemo(ctx context.Context, cfg fs.Config) error {
-	srv, err := fs.Mount(ctx, cfg)
+func serveDemo(ctx context.Context, cfg mount.Config) error {
+	srv, err := mount.Mount(ctx, cfg)
 	if err != nil {
 		return err
 	}

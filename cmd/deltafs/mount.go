@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/mount"
 )
 
 const mountHelp = `Mount Delta tables as directories of snapshots and serve them until
@@ -103,8 +103,8 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	f.cacheSize = "10G"
 	flags.Var(checkedString{&f.cacheSize, func(s string) error { _, err := parseSize(s); return err }},
 		"cache-size", "disk cache bound in bytes (`SIZE`: 10G, 512M, ...)")
-	flags.DurationVar(&f.refresh, "refresh", fs.DefaultRefresh, "how often @latest looks for new commits")
-	flags.DurationVar(&f.inboxStaleAfter, "inbox-stale-after", fs.DefaultInboxStaleAfter,
+	flags.DurationVar(&f.refresh, "refresh", mount.DefaultRefresh, "how often @latest looks for new commits")
+	flags.DurationVar(&f.inboxStaleAfter, "inbox-stale-after", mount.DefaultInboxStaleAfter,
 		"remove staged inbox files never committed (temporary names not renamed, empty files) after this `DURATION` without a write; 0: never")
 	f.logLevel = "info"
 	flags.Var(checkedString{&f.logLevel, func(s string) error { var l slog.Level; return l.UnmarshalText([]byte(s)) }},
@@ -119,20 +119,20 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 
 // resolve applies the config file (if any) under the command-line flags
 // and builds the mount config.
-func (f *mountFlags) resolve(flags *flag.FlagSet, pos []string) (fs.Config, error) {
+func (f *mountFlags) resolve(flags *flag.FlagSet, pos []string) (mount.Config, error) {
 	var mf *mountFile
 	if f.configFile != "" {
 		var err error
 		if mf, err = loadMountFile(f.configFile, flags); err != nil {
-			return fs.Config{}, err
+			return mount.Config{}, err
 		}
 		if err := applySettings(flags, mf.settings, setFlags(flags)); err != nil {
-			return fs.Config{}, err
+			return mount.Config{}, err
 		}
 	}
 	sources, mountpoint, err := mergeArgs(mf, pos)
 	if err != nil {
-		return fs.Config{}, err
+		return mount.Config{}, err
 	}
 	return f.config(sources, mountpoint)
 }
@@ -140,28 +140,28 @@ func (f *mountFlags) resolve(flags *flag.FlagSet, pos []string) (fs.Config, erro
 // config builds the mount config from the flags, the sources and the
 // mountpoint. Its Logger writes to stderr; serveMount redirects it to
 // --log-file.
-func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, error) {
+func (f *mountFlags) config(sources []mount.Source, mountpoint string) (mount.Config, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fs.Config{}, fmt.Errorf("--log-level: %w", err)
+		return mount.Config{}, fmt.Errorf("--log-level: %w", err)
 	}
 	size, err := parseSize(f.cacheSize)
 	if err != nil {
-		return fs.Config{}, fmt.Errorf("--cache-size: %w", err)
+		return mount.Config{}, fmt.Errorf("--cache-size: %w", err)
 	}
 	memSize, err := parseSize(f.memoryCacheSize)
 	if err != nil {
-		return fs.Config{}, fmt.Errorf("--memory-cache-size: %w", err)
+		return mount.Config{}, fmt.Errorf("--memory-cache-size: %w", err)
 	}
 	snapCache, err := parseSize(f.snapshotCache)
 	if err != nil {
-		return fs.Config{}, fmt.Errorf("--snapshot-cache: %w", err)
+		return mount.Config{}, fmt.Errorf("--snapshot-cache: %w", err)
 	}
 	umask, err := parseUmask(f.umask)
 	if err != nil {
-		return fs.Config{}, fmt.Errorf("--umask: %w", err)
+		return mount.Config{}, fmt.Errorf("--umask: %w", err)
 	}
-	return fs.Config{
+	return mount.Config{
 		Sources:    sources,
 		Mountpoint: mountpoint,
 		ReadOnly:   f.readOnly, SingleWriter: f.singleWriter, AllowOther: f.allowOther, XAttrs: f.xattrs, NoPassthrough: f.noPassthrough,
@@ -178,7 +178,7 @@ func (f *mountFlags) config(sources []fs.Source, mountpoint string) (fs.Config, 
 // metrics on --metrics-addr, reports readiness (to a --daemon parent or
 // systemd) and unmounts when ctx ends (a signal); it returns once the
 // mount is gone.
-func serveMount(ctx context.Context, cfg fs.Config, f *mountFlags) (err error) {
+func serveMount(ctx context.Context, cfg mount.Config, f *mountFlags) (err error) {
 	base := limitMemory(cfg.MemoryCacheSize)
 	defer func() { notifyReady(err) }() // a failure before the mount reaches the parent
 	out, closeLog, err := openLog(f.logFile)
@@ -191,7 +191,7 @@ func serveMount(ctx context.Context, cfg fs.Config, f *mountFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	srv, err := fs.Mount(ctx, cfg)
+	srv, err := mount.Mount(ctx, cfg)
 	if err != nil {
 		closeListener(metrics)
 		return err
@@ -227,12 +227,12 @@ func serveMount(ctx context.Context, cfg fs.Config, f *mountFlags) (err error) {
 // parseSource splits [NAME=]URL. The text before the first '=' is a name
 // only if it has no '/', ':' or '?', so that '=' in a URL's query or path
 // stays part of the URL.
-func parseSource(arg string) fs.Source {
+func parseSource(arg string) mount.Source {
 	name, url, ok := strings.Cut(arg, "=")
 	if ok && name != "" && !strings.ContainsAny(name, "/:?") {
-		return fs.Source{Name: name, URL: url}
+		return mount.Source{Name: name, URL: url}
 	}
-	return fs.Source{URL: arg}
+	return mount.Source{URL: arg}
 }
 
 // parseSize parses a byte count with an optional binary suffix: 1024,
@@ -330,7 +330,7 @@ func tablesCount(n int) string {
 	return fmt.Sprintf("%d tables", n)
 }
 
-// staleAfter maps --inbox-stale-after to fs.Config: 0 (never) is negative there.
+// staleAfter maps --inbox-stale-after to mount.Config: 0 (never) is negative there.
 func staleAfter(d time.Duration) time.Duration {
 	if d <= 0 {
 		return -1

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // openLog returns where mount messages and logs go: --log-file (appended,
@@ -63,7 +63,7 @@ func closeListener(l net.Listener) {
 
 // serveMetrics serves srv's metrics at /metrics on l (if not nil) until
 // the returned function is called.
-func serveMetrics(l net.Listener, srv *fs.Server, log *slog.Logger) func() {
+func serveMetrics(l net.Listener, srv *mount.Server, log *slog.Logger) func() {
 	if l == nil {
 		return func() {}
 	}

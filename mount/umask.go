@@ -1,4 +1,4 @@
-package fs
+package mount
 
 import "github.com/hanwen/go-fuse/v2/fuse"
 

@@ -1,8 +1,10 @@
-// Package fs mounts Delta tables: it resolves the sources to tables, wires
-// the engine (delta), the caches (blobcache) and the Parquet rewriter
-// (delta/pqfile) into the FUSE tree of package nodes, runs the refresh
-// loop that moves @latest, and owns the mount's lifecycle.
-package fs
+// Package mount mounts Delta tables: it resolves the sources to tables and
+// composes the engine (delta), the caches (blobcache), the data file
+// server of each table (serve) and the committers of the inboxes
+// (writeback) into the FUSE tree of package nodes; it runs the refresh
+// loop that moves @latest, serves the metrics and owns the mount's
+// lifecycle. It holds no serving or commit logic of its own.
+package mount
 
 import (
 	"fmt"

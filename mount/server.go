@@ -1,4 +1,4 @@
-package fs
+package mount
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/deltafs/deltafs/blobcache"
@@ -76,7 +76,7 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	opts := s.fuseOptions()
-	s.fuse, err = mountTimed(cfg.Mountpoint, withUmask(gofs.NewNodeFS(root, opts), cfg.Umask), &opts.MountOptions, s.stats)
+	s.fuse, err = mountTimed(cfg.Mountpoint, withUmask(fs.NewNodeFS(root, opts), cfg.Umask), &opts.MountOptions, s.stats)
 	if err != nil {
 		s.removeStaging()
 		cache.Close()
@@ -115,7 +115,7 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 	return nodes.NewRoot(s.dirs)
 }
 
-func (s *Server) fuseOptions() *gofs.Options {
+func (s *Server) fuseOptions() *fs.Options {
 	short := s.cfg.Refresh
 	mo := fuse.MountOptions{
 		AllowOther:    s.cfg.AllowOther,
@@ -153,7 +153,7 @@ func (s *Server) fuseOptions() *gofs.Options {
 		// READDIRPLUS replies carry modes withUmask cannot reach.
 		mo.DisableReadDirPlus = true
 	}
-	return &gofs.Options{
+	return &fs.Options{
 		MountOptions: mo,
 		EntryTimeout: &short,
 		AttrTimeout:  &short,

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package fs
+package mount
 
 // raiseReadAhead does nothing here: the read-ahead knob is Linux's
 // /sys/class/bdi.
