@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/durable"
 )
 
 // Derived returns the derived file for key, building it with build if it is
@@ -210,18 +212,9 @@ func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) e
 	}
 	done = true
 	if !checked {
-		SyncDir(d.dir) // best effort: the rename survives a power loss
+		_ = durable.SyncDir(d.dir) // best effort: the rename survives a power loss
 	}
 	return size, id, nil
-}
-
-// SyncDir fsyncs a directory, best effort, so that a rename or link in it
-// survives a power loss.
-func SyncDir(dir string) {
-	if f, err := os.Open(dir); err == nil {
-		f.Sync()
-		f.Close()
-	}
 }
 
 // open opens the file of e, on which the caller holds a reference that the

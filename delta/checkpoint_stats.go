@@ -134,7 +134,7 @@ func (o *orderedJSON) MarshalJSON() ([]byte, error) {
 }
 
 // statsValueConv returns the conversion of a stats_parsed leaf's values to
-// the stats JSON encoding (digest section 10): numbers, decimals as
+// the stats JSON encoding (PROTOCOL.md "Per-file Statistics"): numbers, decimals as
 // numbers, dates "2021-09-08", timestamps in milliseconds with a Z offset
 // (without one for timestamp_ntz, written as a timestamp not adjusted to
 // UTC), strings, booleans. nil for a type the JSON has no form for.

@@ -15,14 +15,14 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 )
 
-// Magic numbers of the serialized deletion vector bitmap (digest §8.3),
+// Magic numbers of the serialized deletion vector bitmap (PROTOCOL.md "Deletion Vector Format"),
 // stored little-endian in its first 4 bytes.
 const (
 	dvMagicPortable uint32 = 1681511377 // u64 count, then (u32 key, roaring32) per bucket
 	dvMagicNative   uint32 = 1681511376 // u32 count, then (u32 size, roaring32) per bucket, keys 0..n-1
 )
 
-// dvFileVersion is the first byte of a deletion vector file (digest §8.4).
+// dvFileVersion is the first byte of a deletion vector file (PROTOCOL.md "Deletion Vector File Storage Format").
 const dvFileVersion = 1
 
 // dvCorruptf builds an error wrapping ErrCorruptDeletionVector.

@@ -23,7 +23,7 @@ import (
 	"github.com/deltafs/deltafs/internal/testenv"
 )
 
-// goldenDVTable is the table holding the 43-byte DV file of digest §8.4.
+// goldenDVTable is the table holding the 43-byte DV file of PROTOCOL.md "Deletion Vector File Storage Format".
 const goldenDVTable = "delta-kernel-rs/golden-dv-partitioned-with-checkpoint"
 
 func i32(v int32) *int32 { return &v }

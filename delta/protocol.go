@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Reader features this package implements (digest section 12). A reader
+// Reader features this package implements (PROTOCOL.md "Table Features"). A reader
 // presents the current schema: under typeWidening the data files of older
 // versions keep their narrower physical types, so whoever serves Parquet
 // files as-is serves those narrower types (readers of the files must widen).

@@ -9,7 +9,7 @@ import (
 )
 
 // z85Alphabet is the ZeroMQ Z85 alphabet, which the Delta protocol calls
-// "Base85" (digest §8.2).
+// "Base85" (PROTOCOL.md "Deletion Vector Descriptor Schema").
 const z85Alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 
 // z85Values maps a byte to its digit value, or -1 when it is not a Z85 digit.

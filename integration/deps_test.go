@@ -12,6 +12,10 @@ import (
 
 const module = "github.com/deltafs/deltafs"
 
+// durable is the leaf package of file system durability (SyncDir) that
+// every writer of files shares.
+const durable = "internal/durable"
+
 // Import path prefixes of outside modules some layers must not know.
 const (
 	goFuse  = "github.com/hanwen/go-fuse"
@@ -36,13 +40,14 @@ type layerRule struct {
 var layerRules = []layerRule{
 	{layer: "cmd/deltafs", anything: true},
 	{layer: "integration", anything: true},
-	{layer: "mount", mayImport: []string{"nodes", "serve", "blobcache", "writeback", "delta", "pqfile"}},
-	{layer: "nodes", mayImport: []string{"delta", "serve", "pqfile", "blobcache"}, direct: []string{"delta", "serve"}, forbidden: []string{goCloud}},
-	{layer: "serve", mayImport: []string{"delta", "pqfile", "blobcache"}, forbidden: []string{goFuse, goCloud}},
-	{layer: "writeback", mayImport: []string{"delta", "pqfile"}, forbidden: []string{goFuse}},
-	{layer: "delta", mayImport: []string{"pqfile"}, forbidden: []string{goFuse, goCloud}, except: []string{"delta/blobstore"}},
+	{layer: "mount", mayImport: []string{"nodes", "serve", "blobcache", "writeback", "delta", "pqfile", durable}},
+	{layer: "nodes", mayImport: []string{"delta", "serve", "pqfile", "blobcache", durable}, direct: []string{"delta", "serve"}, forbidden: []string{goCloud}},
+	{layer: "serve", mayImport: []string{"delta", "pqfile", "blobcache", durable}, forbidden: []string{goFuse, goCloud}},
+	{layer: "writeback", mayImport: []string{"delta", "pqfile", durable}, forbidden: []string{goFuse}},
+	{layer: "delta", mayImport: []string{"pqfile", durable}, forbidden: []string{goFuse, goCloud}, except: []string{"delta/blobstore"}},
 	{layer: "pqfile", forbidden: []string{goFuse, goCloud}},
-	{layer: "blobcache", forbidden: []string{goFuse}},
+	{layer: "blobcache", mayImport: []string{durable}, forbidden: []string{goFuse}},
+	{layer: durable},
 	{layer: "internal/testenv"},
 }
 

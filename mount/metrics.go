@@ -3,7 +3,6 @@ package mount
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"syscall"
 	"time"
 
@@ -93,10 +92,10 @@ func (m *metrics) setTable(d *nodes.TableDir) {
 // Failed implements nodes.Observer.
 func (m *metrics) Failed(op string, errno syscall.Errno, refused bool) {
 	if refused {
-		m.inboxRefusals.WithLabelValues(op, errnoLabel(errno)).Inc()
+		m.inboxRefusals.WithLabelValues(op, nodes.ErrnoName(errno)).Inc()
 		return
 	}
-	m.failures.WithLabelValues(op, errnoLabel(errno)).Inc()
+	m.failures.WithLabelValues(op, nodes.ErrnoName(errno)).Inc()
 }
 
 var _ nodes.Observer = (*metrics)(nil)
@@ -126,22 +125,6 @@ func (m *metrics) committerHooks(table string, opts writeback.Options) writeback
 	opts.OnCommit = func(int64) { m.commits.WithLabelValues(table).Inc() }
 	opts.OnConflict = func(int64) { m.conflicts.WithLabelValues(table).Inc() }
 	return opts
-}
-
-// errnoLabel is the symbolic name of an errno ("EIO"), or its number.
-func errnoLabel(errno syscall.Errno) string {
-	if name, ok := errnoNames[errno]; ok {
-		return name
-	}
-	return "errno_" + strings.ReplaceAll(errno.Error(), " ", "_")
-}
-
-var errnoNames = map[syscall.Errno]string{
-	syscall.ENOENT: "ENOENT", syscall.EIO: "EIO", syscall.EINVAL: "EINVAL", syscall.EROFS: "EROFS",
-	syscall.EINTR: "EINTR", syscall.EOPNOTSUPP: "EOPNOTSUPP", syscall.EPERM: "EPERM", syscall.EACCES: "EACCES",
-	syscall.EBUSY: "EBUSY", syscall.EEXIST: "EEXIST", syscall.EXDEV: "EXDEV", syscall.ENODATA: "ENODATA",
-	syscall.ENOTEMPTY: "ENOTEMPTY", syscall.ENOSYS: "ENOSYS", syscall.ERANGE: "ERANGE", syscall.ENOTDIR: "ENOTDIR",
-	syscall.EISDIR: "EISDIR", syscall.ENAMETOOLONG: "ENAMETOOLONG", syscall.EAGAIN: "EAGAIN",
 }
 
 // cacheCollector exposes blobcache.Cache.Stats at each scrape.

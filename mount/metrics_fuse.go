@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/nodes"
 )
 
 // timedFS wraps the node filesystem's raw FUSE interface to time every
@@ -20,7 +22,7 @@ type timedFS struct {
 func (t *timedFS) done(op string, start time.Time, st fuse.Status) {
 	t.m.fuseDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	if st != fuse.OK {
-		t.m.fuseErrors.WithLabelValues(op, errnoLabel(syscall.Errno(st))).Inc()
+		t.m.fuseErrors.WithLabelValues(op, nodes.ErrnoName(syscall.Errno(st))).Inc()
 	}
 }
 

@@ -3,7 +3,10 @@ package nodes
 import (
 	"context"
 	"errors"
+	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/deltafs/deltafs/delta"
 )
@@ -122,24 +125,21 @@ func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
 	}
 }
 
-// errnoName is the symbolic name of the errnos the inbox returns, for
-// _status.jsonl.
-func errnoName(errno syscall.Errno) string {
-	switch errno {
-	case syscall.EINVAL:
-		return "EINVAL"
-	case syscall.EROFS:
-		return "EROFS"
-	case syscall.EIO:
-		return "EIO"
-	case syscall.EINTR:
-		return "EINTR"
-	case syscall.ENOSPC:
-		return "ENOSPC"
-	case syscall.EDQUOT:
-		return "EDQUOT"
-	case syscall.EBUSY:
-		return "EBUSY"
+// ErrnoName is the symbolic name of an errno ("EIO"), as _status.jsonl
+// and the metrics' labels show it, or "errno_N" for one without a name.
+func ErrnoName(errno syscall.Errno) string {
+	if name, ok := errnoNames[errno]; ok {
+		return name
 	}
-	return errno.Error()
+	if name := unix.ErrnoName(errno); name != "" {
+		return name
+	}
+	return "errno_" + strconv.Itoa(int(errno))
+}
+
+// errnoNames are the names of the errnos the mount returns, where the
+// platform's table would say otherwise (Linux names 95 ENOTSUP, which
+// deltafs returns as EOPNOTSUPP).
+var errnoNames = map[syscall.Errno]string{
+	syscall.EOPNOTSUPP: "EOPNOTSUPP", syscall.EAGAIN: "EAGAIN",
 }

@@ -112,7 +112,7 @@ func (in *inbox) writable(ctx context.Context) error {
 func (in *inbox) refuse(op, rel string, err error) syscall.Errno {
 	errno := in.dir.env.inboxErrno(op, err, "table", in.dir.name, "file", rel)
 	if errno != syscall.EINTR {
-		in.status.add(StatusEvent{Op: op, File: rel, Error: err.Error(), Errno: errnoName(errno)})
+		in.status.add(StatusEvent{Op: op, File: rel, Error: err.Error(), Errno: ErrnoName(errno)})
 	}
 	return errno
 }

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -174,18 +175,8 @@ func (d *InboxDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		f := &InboxInfoFile{in: d.in, name: name}
 		list = append(list, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: f.ino()})
 	}
-	slices.SortFunc(list, func(a, b fuse.DirEntry) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(list, func(a, b fuse.DirEntry) int { return cmp.Compare(a.Name, b.Name) })
 	return fs.NewListDirStream(list), 0
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // relOf is the inbox path of name in d.

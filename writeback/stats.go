@@ -2,6 +2,7 @@ package writeback
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -16,7 +17,7 @@ import (
 	"github.com/deltafs/deltafs/delta"
 )
 
-// Table properties that choose the statistics columns [digest section 10].
+// Table properties that choose the statistics columns [PROTOCOL.md "Per-file Statistics"].
 const (
 	configStatsColumns  = "delta.dataSkippingStatsColumns"
 	configNumIndexed    = "delta.dataSkippingNumIndexedCols"
@@ -174,38 +175,18 @@ func minMaxEligible(l statLeaf) bool {
 func compareBound(l statLeaf, a, b []byte) int {
 	switch l.node.Element.Type.V {
 	case format.Int32:
-		return cmpInt(int64(int32(le32(a))), int64(int32(le32(b))))
+		return cmp.Compare(int64(int32(le32(a))), int64(int32(le32(b))))
 	case format.Int64:
-		return cmpInt(int64(le64(a)), int64(le64(b)))
+		return cmp.Compare(int64(le64(a)), int64(le64(b)))
 	case format.Float:
-		return cmpFloat(float64(math.Float32frombits(le32(a))), float64(math.Float32frombits(le32(b))))
+		return cmp.Compare(float64(math.Float32frombits(le32(a))), float64(math.Float32frombits(le32(b))))
 	case format.Double:
-		return cmpFloat(math.Float64frombits(le64(a)), math.Float64frombits(le64(b)))
+		return cmp.Compare(math.Float64frombits(le64(a)), math.Float64frombits(le64(b)))
 	}
 	if _, ok := l.typ.(delta.DecimalType); ok {
 		return bigOf(a).Cmp(bigOf(b))
 	}
 	return bytes.Compare(a, b)
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func le32(b []byte) uint32 {

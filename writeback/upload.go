@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/internal/durable"
 	"github.com/deltafs/deltafs/pqfile"
 )
 
@@ -129,7 +130,7 @@ func copyLocal(src *os.File, dst string) error {
 		err = os.Link(tmp.Name(), dst)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(dst))
+		err = durable.SyncDir(filepath.Dir(dst))
 	}
 	return err
 }
@@ -138,16 +139,7 @@ func syncFileAndDir(f *os.File, path string) error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.SyncDir(filepath.Dir(path))
 }
 
 // uploadAll uploads every file; on error it removes those already stored.

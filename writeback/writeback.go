@@ -5,7 +5,8 @@
 // commits them all as one new version with put-if-absent, retrying on lost
 // races until Options.MaxRetry.
 //
-// What a commit holds (digest sections 13 and 14):
+// What a commit holds (PROTOCOL.md "Add File and Remove File", "Additional
+// Requirements for Writers", "Creation of New Log Entries"):
 //   - commitInfo, always the first line: timestamp, operation WRITE,
 //     operationParameters {mode: Append, partitionBy}, readVersion,
 //     isolationLevel Serializable, isBlindAppend true, engineInfo, a txnId

@@ -25,6 +25,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/internal/durable"
 )
 
 // Store is a delta.Storage over a gocloud bucket, rooted at a prefix.
@@ -448,7 +449,7 @@ func (s *Store) linkIfAbsent(key string, data []byte) error {
 		}
 		return s.wrap("put-if-absent", key, err)
 	}
-	return syncDir(filepath.Dir(final))
+	return durable.SyncDir(filepath.Dir(final))
 }
 
 func writeSynced(path string, data []byte) error {
@@ -465,15 +466,6 @@ func writeSynced(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Put implements delta.Storage.

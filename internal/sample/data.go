@@ -75,7 +75,7 @@ func encodeParquet(f fileSpec) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// fileStats is the stats JSON of an add (protocol digest section 10).
+// fileStats is the stats JSON of an add (PROTOCOL.md "Per-file Statistics").
 type fileStats struct {
 	NumRecords  int64            `json:"numRecords"`
 	MinValues   map[string]any   `json:"minValues"`
