@@ -56,6 +56,22 @@ func ParsePartitionValue(t DataType, v *string) (any, error) {
 	return out, nil
 }
 
+// CanonicalPartitionValue parses a partition value a writer was given (a
+// directory name, a flag) for a column of type t and returns it as the
+// log serializes it ("007" -> "7" for an int; nil and "" are null). Its
+// error names the value and the type, and wraps no sentinel: the value is
+// the caller's input, not a log's.
+func CanonicalPartitionValue(t DataType, v *string) (*string, error) {
+	if v == nil || *v == "" {
+		return nil, nil
+	}
+	parsed, err := parsePartitionString(t, *v)
+	if err != nil {
+		return nil, fmt.Errorf("partition value %q is not a %s: %v", *v, typeString(t), err)
+	}
+	return FormatPartitionValue(t, parsed)
+}
+
 func parsePartitionString(t DataType, s string) (any, error) {
 	if d, ok := t.(DecimalType); ok {
 		return parseDecimal(d, s)

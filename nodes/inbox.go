@@ -204,24 +204,15 @@ func (in *inbox) partitionDir(ctx context.Context, depth int, name string) (stri
 	return canonicalPartition(want, val)
 }
 
-// canonicalPartition parses a partition value of column c and returns it
-// as the log writes it.
+// canonicalPartition returns a partition value of column c as the log
+// writes it.
 func canonicalPartition(c *delta.StructField, val *string) (string, *string, error) {
-	parsed, err := delta.ParsePartitionValue(c.Type, val)
-	if err != nil {
-		// The engine's message is about logs ("corrupt Delta log: ..."); keep its detail only.
-		msg := strings.TrimPrefix(err.Error(), delta.ErrCorruptLog.Error()+": ")
-		return "", nil, fmt.Errorf("%w: partition %s: %s", ErrInvalidFile, c.Name, msg)
-	}
-	if parsed == nil {
-		if !c.Nullable {
-			return "", nil, fmt.Errorf("%w: partition column %s is not nullable", ErrInvalidFile, c.Name)
-		}
-		return c.Name, nil, nil
-	}
-	s, err := delta.FormatPartitionValue(c.Type, parsed)
+	s, err := delta.CanonicalPartitionValue(c.Type, val)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: partition %s: %w", ErrInvalidFile, c.Name, err)
+	}
+	if s == nil && !c.Nullable {
+		return "", nil, fmt.Errorf("%w: partition column %s is not nullable", ErrInvalidFile, c.Name)
 	}
 	return c.Name, s, nil
 }

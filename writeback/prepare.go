@@ -1,7 +1,6 @@
 package writeback
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -163,9 +162,9 @@ func (p *prepared) setPartition(m *delta.Metadata) (map[string]bool, error) {
 			return nil, invalidf("%s: no value for partition column %s: put the file in inbox/%s/",
 				p.display, f.Name, partitionHint(fields))
 		}
-		canon, err := canonicalPartition(f, v)
+		canon, err := delta.CanonicalPartitionValue(f.Type, v)
 		if err != nil {
-			return nil, invalidf("%s: partition value %q for column %s: not a %s (%v)", p.display, *v, f.Name, f.Type, err)
+			return nil, invalidf("%s: partition column %s: %v", p.display, f.Name, err)
 		}
 		phys := f.PhysicalName(mode)
 		p.partValues[phys] = canon
@@ -178,19 +177,6 @@ func (p *prepared) setPartition(m *delta.Metadata) (map[string]bool, error) {
 		}
 	}
 	return cols, nil
-}
-
-// canonicalPartition parses a value and serializes it back, so that the
-// log holds the canonical form ("007" -> "7"); nil and "" are null.
-func canonicalPartition(f *delta.StructField, v *string) (*string, error) {
-	parsed, err := delta.ParsePartitionValue(f.Type, v)
-	if err != nil {
-		return nil, errors.Unwrap(err)
-	}
-	if parsed == nil {
-		return nil, nil
-	}
-	return delta.FormatPartitionValue(f.Type, parsed)
 }
 
 func partitionHint(fields []*delta.StructField) string {

@@ -71,7 +71,7 @@ func refuseCases() []refuseCase {
 				return writeParquet(t, "nulls.parquet", []notNullRow{{Integer: ptr[int32](1)}, {}})
 			}},
 		{name: "unparsable partition value", fixture: "delta-kernel-rs/golden-dv-partitioned-with-checkpoint",
-			part: map[string]*string{"part": ptr("abc")}, want: `partition value "abc" for column part: not a integer`,
+			part: map[string]*string{"part": ptr("abc")}, want: `partition column part: partition value "abc" is not a integer`,
 			file: func(t *testing.T) string {
 				return writeParquet(t, "p.parquet", []dvPartRow{{Col1: ptr[int32](1)}})
 			}},
