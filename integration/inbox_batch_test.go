@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // writeFiles writes each path (under dir) with its bytes, making parents.
@@ -62,7 +62,7 @@ func newFilesByPartition(t *testing.T, before, after *delta.Snapshot) map[string
 }
 
 func TestInboxBatch50Files(t *testing.T) {
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	files := map[string][]byte{
@@ -112,7 +112,7 @@ func TestInboxBatch50Files(t *testing.T) {
 // every bad file; the batch stays under its temporary name; once the bad
 // files are removed the same rename commits the rest.
 func TestInboxBatchRefused(t *testing.T) {
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	good := parquetBytes(t, []basicDataRow{{ptr[int64](1), ptr(1.0)}})
@@ -163,7 +163,7 @@ func TestInboxBatchRefused(t *testing.T) {
 // directory is one version, a task's partition directory renamed to the
 // final col=value name is one version with its files.
 func TestInboxHadoopStyleRenames(t *testing.T) {
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	good := func(n int64) []byte { return parquetBytes(t, []basicDataRow{{ptr(n), nil}}) }
@@ -220,7 +220,7 @@ func TestInboxDuckDBBatch(t *testing.T) {
 	if testenv.NodeDir(t, "@duckdb/node-api") == "" {
 		return
 	}
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	job := filepath.Join(inbox, "_job")
@@ -253,7 +253,7 @@ func TestInboxRsyncBatch(t *testing.T) {
 	if rsync == "" {
 		return
 	}
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	src := t.TempDir()

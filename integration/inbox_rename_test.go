@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // localParquet writes rows as a Parquet file outside the mount.
@@ -108,7 +108,7 @@ func TestInboxRsync(t *testing.T) {
 		return
 	}
 	c := inboxCases["unpartitioned"]
-	root, tdir := mountCopy(t, c.fixture, dfs.Config{})
+	root, tdir := mountCopy(t, c.fixture, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	data := c.data(t)
 	src := filepath.Join(t.TempDir(), "new.parquet")
@@ -147,7 +147,7 @@ func TestInboxMvFromTemporaryName(t *testing.T) {
 	for _, name := range []string{"unpartitioned", "partitioned"} {
 		t.Run(name, func(t *testing.T) {
 			c := inboxCases[name]
-			root, tdir := mountCopy(t, c.fixture, dfs.Config{})
+			root, tdir := mountCopy(t, c.fixture, mount.Config{})
 			inbox := filepath.Join(tdir, "inbox")
 			dst := filepath.Join(inbox, c.dir)
 			if err := os.MkdirAll(dst, 0o755); err != nil {
@@ -184,7 +184,7 @@ func TestInboxMvFromTemporaryName(t *testing.T) {
 // a refused close() and the reason; the file stays under its temporary
 // name, the table is unchanged, and after a fix the rename commits.
 func TestInboxMvRefused(t *testing.T) {
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	leaf := filepath.Join(inbox, "letter=a")
 	if err := os.Mkdir(leaf, 0o755); err != nil {
@@ -237,7 +237,7 @@ func TestInboxMvRefused(t *testing.T) {
 // version is in _status.jsonl.
 func TestInboxGoWriteFsyncRename(t *testing.T) {
 	c := inboxCases["unpartitioned"]
-	root, tdir := mountCopy(t, c.fixture, dfs.Config{})
+	root, tdir := mountCopy(t, c.fixture, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	data := c.data(t)
@@ -270,7 +270,7 @@ func TestInboxGoWriteFsyncRename(t *testing.T) {
 
 // TestInboxRenameErrnos: the errnos of renames the inbox does not take.
 func TestInboxRenameErrnos(t *testing.T) {
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	leaf := filepath.Join(inbox, "letter=a")
 	if err := os.Mkdir(leaf, 0o755); err != nil {
@@ -316,7 +316,7 @@ func TestInboxRenameErrnos(t *testing.T) {
 // TestInboxStaleTemporaries: staged temporaries and empty scratch
 // directories are removed after --inbox-stale-after without a commit.
 func TestInboxStaleTemporaries(t *testing.T) {
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{InboxStaleAfter: 500 * time.Millisecond, Refresh: 100 * time.Millisecond})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{InboxStaleAfter: 500 * time.Millisecond, Refresh: 100 * time.Millisecond})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	good := parquetBytes(t, []basicRow{{ptr("s"), ptr[int64](1), nil}})

@@ -194,7 +194,7 @@ func keepOnRefusal(err error) bool {
 func (in *inbox) refuseRename(rel, from string, err error) syscall.Errno {
 	errno := in.dir.env.inboxErrno("rename", err, "table", in.dir.name, "file", rel, "from", from)
 	if errno != syscall.EINTR {
-		in.status.add(StatusEvent{Op: "rename", File: rel, From: from, Error: err.Error(), Errno: errnoName(errno)})
+		in.status.add(StatusEvent{Op: "rename", File: rel, From: from, Error: err.Error(), Errno: ErrnoName(errno)})
 	}
 	return errno
 }

@@ -51,9 +51,9 @@ func TestSnapshotWriteRefusalsLoggedOnce(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	var logs logBuffer
-	env := NewEnv(nil, nil, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	env := NewEnv(Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	mnt := t.TempDir()
-	srv, err := fs.Mount(mnt, NewRoot([]*TableDir{NewTableDir(env, "t", delta.Open(st, delta.Options{}))}),
+	srv, err := fs.Mount(mnt, NewRoot([]*TableDir{NewTableDir(env, "t", delta.Open(st, delta.Options{}), nil)}),
 		&fs.Options{MountOptions: fuse.MountOptions{FsName: "deltafs-test", DirectMount: os.Geteuid() == 0}})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
