@@ -285,7 +285,7 @@ func TestInboxDuckDBFile(t *testing.T) {
 	if testenv.NodeDir(t, "@duckdb/node-api") == "" {
 		return
 	}
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	const rows = `SELECT 'd' AS letter, i::BIGINT AS number, i / 2 AS a_float FROM range(5) t(i)`
@@ -315,7 +315,7 @@ func TestInboxDuckDBFile(t *testing.T) {
 // the mkdir (the source stays); under a temporary name it lands staged,
 // and the rename into place is one version.
 func TestInboxMvDirectoryFromElsewhere(t *testing.T) {
-	root, tdir := mountCopy(t, fixturePartitioned, dfs.Config{})
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	src := filepath.Join(t.TempDir(), "out")

@@ -373,7 +373,7 @@ func inboxStatusOps(t *testing.T, tdir string) []struct{ Op, File string } {
 // (--cache-size spent) is refused by its rename with ENOSPC and kept;
 // rewritten from the start, the same rename commits it.
 func TestInboxRenameIncomplete(t *testing.T) {
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{CacheSize: 256 << 10})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{CacheSize: 256 << 10})
 	inbox := filepath.Join(tdir, "inbox")
 	before := latestSnapshot(t, root)
 	tmp := filepath.Join(inbox, "big.parquet.part")

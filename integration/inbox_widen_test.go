@@ -13,8 +13,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // duckdbQuery runs one query in DuckDB (node API) and returns its rows,
@@ -51,7 +51,7 @@ func TestInboxWidensIntToLong(t *testing.T) {
 	if testenv.NodeDir(t, "@duckdb/node-api") == "" {
 		return
 	}
-	root, tdir := mountCopy(t, fixtureAppend, dfs.Config{})
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{})
 	before := latestSnapshot(t, root)
 	duckdbRun(t, fmt.Sprintf(`COPY (SELECT 'w' AS letter, i::INTEGER AS number, i / 2 AS a_float FROM range(3) t(i))
 		TO '%s' (FORMAT parquet)`, filepath.Join(tdir, "inbox", "narrow.parquet")))
@@ -99,7 +99,7 @@ func TestInboxRefusesNarrowing(t *testing.T) {
 	if testenv.NodeDir(t, "@duckdb/node-api") == "" {
 		return
 	}
-	root, tdir := mountCopy(t, "delta-rs/delta-stats-optional", dfs.Config{})
+	root, tdir := mountCopy(t, "delta-rs/delta-stats-optional", mount.Config{})
 	before := latestSnapshot(t, root)
 	dst := filepath.Join(tdir, "inbox", "wide.parquet")
 	src := filepath.Join(t.TempDir(), "wide.parquet")

@@ -101,7 +101,7 @@ func TestS3InboxBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mnt := mountFS(t, dfs.Config{Sources: []dfs.Source{{Name: "t", URL: u}}})
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: u}}})
 	inbox := filepath.Join(mnt, "t", "inbox")
 	files := map[string][]byte{}
 	for i := range 4 {

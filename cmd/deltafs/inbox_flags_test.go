@@ -4,17 +4,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // TestInboxStaleAfterFlag: --inbox-stale-after defaults to an hour, takes
-// a duration, and 0 means never (a negative fs.Config value).
+// a duration, and 0 means never (a negative mount.Config value).
 func TestInboxStaleAfterFlag(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want time.Duration
 	}{
-		{[]string{"/t", "/mnt"}, fs.DefaultInboxStaleAfter},
+		{[]string{"/t", "/mnt"}, mount.DefaultInboxStaleAfter},
 		{[]string{"--inbox-stale-after", "10m", "/t", "/mnt"}, 10 * time.Minute},
 		{[]string{"--inbox-stale-after=0", "/t", "/mnt"}, -1},
 	} {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
 )
 
 // deltafs ls prints the size stat(2) gives through a mount: for DV'd
@@ -23,11 +23,11 @@ func TestLsSizeIsWhatTheMountServes(t *testing.T) {
 		"dv":    filepath.Join(fx, "delta-kernel-rs/golden-dv-partitioned-with-checkpoint/table"),
 		"dvmap": filepath.Join(fx, "delta-kernel-rs/golden-dv-with-columnmapping/table"),
 	}
-	cfg := dfs.Config{Mountpoint: t.TempDir(), CacheDir: t.TempDir(), ReadOnly: true, Logger: slog.New(slog.DiscardHandler)}
+	cfg := mount.Config{Mountpoint: t.TempDir(), CacheDir: t.TempDir(), ReadOnly: true, Logger: slog.New(slog.DiscardHandler)}
 	for name, url := range tables {
-		cfg.Sources = append(cfg.Sources, dfs.Source{Name: name, URL: url})
+		cfg.Sources = append(cfg.Sources, mount.Source{Name: name, URL: url})
 	}
-	srv, err := dfs.Mount(context.Background(), cfg)
+	srv, err := mount.Mount(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
