@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
@@ -34,17 +32,15 @@ func runHistory(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeFn()
-	out := bufio.NewWriterSize(os.Stdout, 64<<10)
-	defer out.Flush()
-	if *asJSON {
-		enc := json.NewEncoder(out)
-		return t.HistoryEach(ctx, 0, -1, func(h delta.CommitSummary) error { return enc.Encode(h) })
-	}
-	// Columns are padded to fixed widths rather than aligned over the whole
-	// output, so that a history of 1,000,000 versions prints as it is read.
-	fmt.Fprintf(out, "%-8s  %-30s  %-20s  %s\n", "VERSION", "TIMESTAMP", "OPERATION", "ENGINE")
-	return t.HistoryEach(ctx, 0, -1, func(h delta.CommitSummary) error {
-		_, err := fmt.Fprintf(out, "%-8d  %-30s  %-20s  %s\n", h.Version, h.Timestamp.Format(time.RFC3339Nano), h.Operation, h.EngineInfo)
-		return err
+	each := func(emit func(delta.CommitSummary) error) error { return t.HistoryEach(ctx, 0, -1, emit) }
+	return printStream(*asJSON, each, func(w io.Writer, each func(func(delta.CommitSummary) error) error) error {
+		// Columns are padded to fixed widths rather than aligned over the
+		// whole output, so that a history of 1,000,000 versions prints as
+		// it is read.
+		fmt.Fprintf(w, "%-8s  %-30s  %-20s  %s\n", "VERSION", "TIMESTAMP", "OPERATION", "ENGINE")
+		return each(func(h delta.CommitSummary) error {
+			_, err := fmt.Fprintf(w, "%-8d  %-30s  %-20s  %s\n", h.Version, h.Timestamp.Format(time.RFC3339Nano), h.Operation, h.EngineInfo)
+			return err
+		})
 	})
 }

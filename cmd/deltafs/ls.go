@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -83,13 +81,10 @@ func runLs(ctx context.Context, args []string) error {
 			return sizes.Size(ctx, f, delta.NewReaderAt(ctx, t.Storage(), f.Key))
 		}
 	}
-	out := bufio.NewWriterSize(os.Stdout, 64<<10)
-	defer out.Flush()
-	if *asJSON {
-		enc := json.NewEncoder(out)
-		return eachLsEntry(ctx, snap, served, func(e lsEntry) error { return enc.Encode(e) })
-	}
-	return printLs(ctx, out, snap, served)
+	each := func(emit func(lsEntry) error) error { return eachLsEntry(ctx, snap, served, emit) }
+	return printStream(*asJSON, each, func(w io.Writer, each func(func(lsEntry) error) error) error {
+		return printLs(w, snap, served, each)
+	})
 }
 
 // servedSizer returns the size a mount serves for a live file; nil: the
@@ -141,14 +136,14 @@ func eachLsEntry(ctx context.Context, snap *delta.Snapshot, served servedSizer, 
 
 // printLs prints the human table. Columns have fixed widths (wide enough
 // for any size and row count) so that lines go out as they are made.
-func printLs(ctx context.Context, w *bufio.Writer, snap *delta.Snapshot, served servedSizer) error {
+func printLs(w io.Writer, snap *delta.Snapshot, served servedSizer, each func(func(lsEntry) error) error) error {
 	var rows, stored, size, files int64
 	header := "SIZE"
 	if served == nil {
 		header = "STORED"
 	}
 	fmt.Fprintf(w, "%14s  %12s  %10s  %s\n", header, "ROWS", "DELETED", "PATH")
-	err := eachLsEntry(ctx, snap, served, func(e lsEntry) error {
+	err := each(func(e lsEntry) error {
 		n := e.Size
 		if served != nil {
 			n = e.ServedSize
