@@ -84,6 +84,7 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
 	}
 	s.raiseReadAhead()
+	s.learnMountID()
 	s.env.SetDirectIO(s.fuse.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
 	loopCtx, stop := context.WithCancel(context.Background())
 	s.stop = stop

@@ -119,9 +119,16 @@ type Env struct {
 	// (FUSE_DIRECT_IO_ALLOW_MMAP), so rewritten files may bypass the FUSE
 	// page cache. Set once the mount is up (SetDirectIO).
 	directIO atomic.Bool
+	// mountID is the kernel's mnt_id of the mount (0 until SetMountID):
+	// with it, a descriptor of another mount whose inode number matches
+	// is not taken for one of ours (see holdsDescriptor).
+	mountID atomic.Uint64
 	// refusals rate-limits the log lines of writes refused with EROFS.
 	refusals refusalLog
 }
+
+// SetMountID records the kernel's mnt_id of the mount, once it is up.
+func (e *Env) SetMountID(id uint64) { e.mountID.Store(id) }
 
 // SetDirectIO says whether the kernel granted FUSE_DIRECT_IO_ALLOW_MMAP:
 // then rewritten files are opened with FOPEN_DIRECT_IO (see DataFile.Open);

@@ -312,7 +312,7 @@ func (f *InboxFile) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	if !ok || !h.write || !sameProcess(h.pid, pid) {
 		return 0
 	}
-	if holdsDescriptor(pid, f.StableAttr().Ino) {
+	if holdsDescriptor(pid, f.in.dir.env.mountID.Load(), f.StableAttr().Ino) {
 		return 0 // a dup of the descriptor is still open: not the end
 	}
 	f.closeHandle(h)

@@ -95,9 +95,12 @@ func tgid(tid uint32) uint32 {
 // /proc/<pid>/fdinfo, which names each descriptor's inode without
 // touching the file (no request to this mount). Unknown answers are
 // "no". go-fuse numbers these inodes from 2^63 up, so another file
-// system's inode does not match; another deltafs mount's could, and
-// would only make this close not the deciding one.
-func holdsDescriptor(tid uint32, ino uint64) bool {
+// system's inode does not match; another deltafs mount's can (each
+// numbers its inodes alike), so when the mount's mnt_id is known
+// (mntID != 0) the descriptor must be on it too: else one process
+// writing a file in each of two mounts would see its close() return
+// before the commit.
+func holdsDescriptor(tid uint32, mntID, ino uint64) bool {
 	pid := tgid(tid)
 	if pid == 0 {
 		return false
@@ -108,9 +111,10 @@ func holdsDescriptor(tid uint32, ino uint64) bool {
 		return false
 	}
 	want := "\nino:\t" + strconv.FormatUint(ino, 10) + "\n"
+	wantMnt := "\nmnt_id:\t" + strconv.FormatUint(mntID, 10) + "\n"
 	for _, e := range ents {
 		data, err := os.ReadFile(dir + e.Name())
-		if err == nil && strings.Contains(string(data), want) {
+		if err == nil && strings.Contains(string(data), want) && (mntID == 0 || strings.Contains(string(data), wantMnt)) {
 			return true
 		}
 	}
