@@ -182,10 +182,12 @@ func copyWidened(pf *parquet.File, out io.Writer, schema *parquet.Schema, ws map
 			for _, row := range buf[:n] {
 				for i, v := range row {
 					if wd, ok := ws[v.Column()]; ok && !v.IsNull() {
-						if row[i], err = widenValue(v, wd); err != nil {
+						wv, werr := widenValue(v, wd)
+						if werr != nil {
 							rows.Close()
-							return err
+							return werr
 						}
+						row[i] = wv
 					}
 				}
 			}
