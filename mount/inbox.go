@@ -35,6 +35,14 @@ func (s *Server) enableInboxes() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("inbox staging: %w", err)
 	}
+	// Re-encoded copies of files widened to the table's types go beside
+	// the staged files, so that a crash leaves none outside the staging
+	// directory that the next mount removes.
+	widenDir := filepath.Join(dir, "widened")
+	if err := os.Mkdir(widenDir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("inbox staging: %w", err)
+	}
 	for i, d := range s.dirs {
 		tdir := filepath.Join(dir, strconv.Itoa(i))
 		if err := os.Mkdir(tdir, 0o700); err != nil {
@@ -42,7 +50,7 @@ func (s *Server) enableInboxes() (string, error) {
 			return "", fmt.Errorf("inbox staging: %w", err)
 		}
 		c := writeback.New(s.tables[i].table, s.stats.committerHooks(s.tables[i].name,
-			writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger}))
+			writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger, TempDir: widenDir}))
 		d.EnableInbox(inboxWriter{c: c, refuse: s.probeAtomicPut(s.tables[i])}, tdir)
 	}
 	return dir, nil
