@@ -196,21 +196,23 @@ func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) e
 			return 0, none, err
 		}
 	}
-	id := none
-	if checked {
-		fi, err := f.Stat()
-		if err != nil {
-			return 0, none, err
-		}
-		id, _ = identityOf(fi)
-	}
-	if err := f.Close(); err != nil {
-		return 0, none, err
-	}
 	if err := os.Rename(tmp, d.path(name)); err != nil {
 		return 0, none, err
 	}
 	done = true
+	id := none
+	if checked {
+		// Taken from the open file after the rename, which changes the
+		// ctime: the next open finds the same identity and trusts it. A
+		// file without one is checked at its next open.
+		if fi, err := f.Stat(); err == nil {
+			id, _ = identityOf(fi)
+		}
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(d.path(name))
+		return 0, none, err
+	}
 	if !checked {
 		_ = durable.SyncDir(d.dir) // best effort: the rename survives a power loss
 	}

@@ -150,3 +150,28 @@ func TestCheckSumRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// A checked file this process built is trusted at its next opens: no
+// CRC pass (the identity it recorded survives the rename into place).
+func TestDerivedCheckedBuiltHereNotRechecked(t *testing.T) {
+	data := randomBytes(8000, 4)
+	var builds atomic.Int64
+	c := newCache(t, Options{DiskDir: t.TempDir()})
+	f, err := c.DerivedChecked(context.Background(), "k", writeBuild(data, &builds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	d := c.disk
+	d.mu.Lock()
+	e := d.entries[fileName("k")]
+	was := e.verified
+	d.mu.Unlock()
+	fi, err := os.Stat(d.path(e.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := identityOf(fi); id != was {
+		t.Fatalf("identity recorded at the build %+v, the file on disk has %+v: every next open would check the CRC again", was, id)
+	}
+}
