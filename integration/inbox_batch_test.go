@@ -114,7 +114,7 @@ func TestInboxBatch50Files(t *testing.T) {
 func TestInboxBatchRefused(t *testing.T) {
 	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
 	inbox := filepath.Join(tdir, "inbox")
-	before := latestSnapshot(t, root)
+	before, files := latestSnapshot(t, root), tableFiles(t, root)
 	good := parquetBytes(t, []basicDataRow{{ptr[int64](1), ptr(1.0)}})
 	batch := filepath.Join(inbox, ".batch2")
 	writeFiles(t, batch, map[string][]byte{
@@ -139,6 +139,9 @@ func TestInboxBatchRefused(t *testing.T) {
 		t.Errorf("refusal %+v: want EINVAL for batch2, not naming good.parquet", last)
 	}
 	checkUnchanged(t, root, before)
+	if got := tableFiles(t, root); !sameSizes(got, files) {
+		t.Errorf("the refused batch wrote into the table:\nbefore %v\nafter  %v", files, got)
+	}
 	for _, p := range []string{"letter=a/good.parquet", "letter=a/bad1.parquet", "letter=b/bad2.parquet", "loose.parquet"} {
 		if _, err := os.Stat(filepath.Join(batch, p)); err != nil {
 			t.Errorf("after the refusal: %v", err)

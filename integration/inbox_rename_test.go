@@ -190,7 +190,7 @@ func TestInboxMvRefused(t *testing.T) {
 	if err := os.Mkdir(leaf, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	before := latestSnapshot(t, root)
+	before, files := latestSnapshot(t, root), tableFiles(t, root)
 	tmp := filepath.Join(inbox, ".x.tmp")
 	if err := os.WriteFile(tmp, parquetBytes(t, []wrongRow{{1}}), 0o644); err != nil {
 		t.Fatalf("write a temporary name: %v", err)
@@ -216,6 +216,9 @@ func TestInboxMvRefused(t *testing.T) {
 		t.Errorf("last status %+v, want the partition layout", ev[len(ev)-1])
 	}
 	checkUnchanged(t, root, before)
+	if got := tableFiles(t, root); !sameSizes(got, files) {
+		t.Errorf("the refused renames wrote into the table:\nbefore %v\nafter  %v", files, got)
+	}
 	if _, err := os.Stat(tmp); err != nil {
 		t.Fatalf("the refused file left its temporary name: %v", err)
 	}
