@@ -35,10 +35,11 @@ const renameNoReplace = 1
 
 // isTemporaryName reports whether a file name is temporary: a leading "."
 // (rsync's .NAME.XXXXXX, editors) or "_" (Hadoop's _temporary, _SUCCESS),
-// or a name not ending in ".parquet" (x.parquet.tmp, x.part). Such a file
-// is staged when closed; only a rename to a final name commits it.
+// or a name not ending in ".parquet", in any case (x.parquet.tmp, x.part).
+// Such a file is staged when closed; only a rename to a final name
+// commits it.
 func isTemporaryName(name string) bool {
-	return isTemporaryDirName(name) || !strings.HasSuffix(name, ".parquet")
+	return isTemporaryDirName(name) || !strings.HasSuffix(strings.ToLower(name), ".parquet")
 }
 
 // isTemporaryDirName reports whether a directory name is temporary: a

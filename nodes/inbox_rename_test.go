@@ -40,6 +40,12 @@ func TestInboxTemporaryNotCommitted(t *testing.T) {
 	if calls := w.calls(); len(calls) != 1 || calls[0].Name != "a.parquet" {
 		t.Errorf("appends = %+v, want a.parquet", calls)
 	}
+	if err := os.WriteFile(filepath.Join(inbox, "UPPER.PARQUET"), parquetish, 0o644); err != nil {
+		t.Fatalf("write UPPER.PARQUET: %v", err)
+	}
+	if n := len(w.calls()); n != 2 {
+		t.Errorf("%d appends after UPPER.PARQUET, want 2: the suffix is a final one in any case", n)
+	}
 	if _, err := os.Stat(filepath.Join(inbox, "a.parquet")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("committed file still listed: %v", err)
 	}
