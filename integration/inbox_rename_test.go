@@ -169,6 +169,9 @@ func TestInboxMvFromTemporaryName(t *testing.T) {
 			if st, err := os.Stat(tmp); err != nil || st.Size() != int64(len(data)) {
 				t.Fatalf("staged temporary file: %v, %v; want %d bytes", st, err, len(data))
 			}
+			if p := pendingFiles(t, filepath.Dir(tdir)); len(p) != 1 || p[0].File != "x.parquet.tmp" || !p[0].Temporary {
+				t.Errorf(".deltafs-status.json lists pending %+v, want x.parquet.tmp, temporary", p)
+			}
 			if out, err := run(t, "mv", tmp, filepath.Join(dst, "x.parquet")); err != nil {
 				t.Fatalf("mv: %v\n%s", err, out)
 			}
@@ -404,4 +407,30 @@ func TestInboxRenameIncomplete(t *testing.T) {
 	if v := latestSnapshot(t, root).Version(); v != before.Version()+1 {
 		t.Errorf("version %d, want %d", v, before.Version()+1)
 	}
+}
+
+// pendingFile is an entry of the inbox's pending list in .deltafs-status.json.
+type pendingFile struct {
+	File      string `json:"file"`
+	Temporary bool   `json:"temporary"`
+}
+
+// pendingFiles returns the pending inbox files of the mount's first table.
+func pendingFiles(t *testing.T, mnt string) []pendingFile {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(mnt, ".deltafs-status.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Tables []struct {
+			Inbox struct {
+				Pending []pendingFile `json:"pending"`
+			} `json:"inbox"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil || len(st.Tables) == 0 {
+		t.Fatalf(".deltafs-status.json: %v, %d tables", err, len(st.Tables))
+	}
+	return st.Tables[0].Inbox.Pending
 }

@@ -66,6 +66,9 @@ type PendingFile struct {
 	File       string `json:"file"` // path under inbox/
 	Bytes      int64  `json:"bytes"`
 	Committing bool   `json:"committing"`
+	// Temporary: a temporary name or in a scratch directory; only a
+	// rename to a final name commits it.
+	Temporary bool `json:"temporary,omitempty"`
 }
 
 // StatusFile is MOUNTPOINT/.deltafs-status.json: a JSON document
@@ -207,7 +210,7 @@ func (in *inbox) pending() []PendingFile {
 func (f *InboxFile) pendingFile() (PendingFile, bool) {
 	rel := f.rel()
 	f.mu.Lock()
-	state, size := f.state, f.size
+	state, size, temp := f.state, f.size, f.temporaryLocked()
 	f.mu.Unlock()
 	if state == stateDone {
 		return PendingFile{}, false
@@ -215,7 +218,7 @@ func (f *InboxFile) pendingFile() (PendingFile, bool) {
 	if st, err := os.Stat(f.path); err == nil {
 		size = st.Size()
 	}
-	return PendingFile{File: rel, Bytes: size, Committing: state == stateCommitting}, true
+	return PendingFile{File: rel, Bytes: size, Committing: state == stateCommitting, Temporary: temp}, true
 }
 
 // Version returns the newest version the directory serves as @latest;
