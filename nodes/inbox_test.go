@@ -16,9 +16,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hanwen/go-fuse/v2/fs"
-	"github.com/hanwen/go-fuse/v2/fuse"
-
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	"github.com/deltafs/deltafs/internal/testenv"
@@ -113,18 +110,7 @@ func mountInbox(t *testing.T, w *fakeWriter) (string, string) {
 	d := NewTableDir(env, "t", delta.Open(st, delta.Options{}), nil)
 	staging := t.TempDir()
 	d.EnableInbox(w, staging)
-	mnt := t.TempDir()
-	srv, err := fs.Mount(mnt, NewRoot([]*TableDir{d}), &fs.Options{MountOptions: fuse.MountOptions{
-		FsName: "deltafs-test", DirectMount: os.Geteuid() == 0}})
-	if err != nil {
-		t.Fatalf("mount: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-	})
-	return filepath.Join(mnt, "t", InboxName), staging
+	return filepath.Join(mountDirs(t, d), "t", InboxName), staging
 }
 
 func names(t *testing.T, dir string) []string {

@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fs"
-	"github.com/hanwen/go-fuse/v2/fuse"
-
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	"github.com/deltafs/deltafs/internal/testenv"
@@ -52,17 +49,7 @@ func TestSnapshotWriteRefusalsLoggedOnce(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	var logs logBuffer
 	env := NewEnv(Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
-	mnt := t.TempDir()
-	srv, err := fs.Mount(mnt, NewRoot([]*TableDir{NewTableDir(env, "t", delta.Open(st, delta.Options{}), nil)}),
-		&fs.Options{MountOptions: fuse.MountOptions{FsName: "deltafs-test", DirectMount: os.Geteuid() == 0}})
-	if err != nil {
-		t.Fatalf("mount: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-	})
+	mnt := mountDirs(t, NewTableDir(env, "t", delta.Open(st, delta.Options{}), nil))
 	snap := filepath.Join(mnt, "t", "@v1")
 	ents, err := os.ReadDir(snap)
 	if err != nil || len(ents) == 0 {

@@ -48,8 +48,16 @@ func mountTable(t *testing.T, fixture string) (string, *delta.Table) {
 	if _, err := d.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return filepath.Join(mountDirs(t, d), "t"), delta.Open(st, delta.Options{})
+}
+
+// mountDirs mounts a root holding the table directories ds at a fresh
+// temp dir, unmounted when the test ends, and returns the mountpoint.
+func mountDirs(t *testing.T, ds ...*TableDir) string {
+	t.Helper()
+	testenv.RequireFUSE(t)
 	mnt := t.TempDir()
-	srv, err := fs.Mount(mnt, NewRoot([]*TableDir{d}), &fs.Options{MountOptions: fuse.MountOptions{
+	srv, err := fs.Mount(mnt, NewRoot(ds), &fs.Options{MountOptions: fuse.MountOptions{
 		FsName: "deltafs-test", DirectMount: os.Geteuid() == 0}})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
@@ -59,7 +67,7 @@ func mountTable(t *testing.T, fixture string) (string, *delta.Table) {
 			t.Errorf("unmount: %v", err)
 		}
 	})
-	return filepath.Join(mnt, "t"), delta.Open(st, delta.Options{})
+	return mnt
 }
 
 // A table directory lists every version, @latest and _history.jsonl;
