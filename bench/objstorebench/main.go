@@ -89,6 +89,13 @@ func loadOptions() options {
 }
 
 func main() {
+	if dir := os.Getenv(indexServerEnv); dir != "" {
+		if err := runIndexServer(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "objstorebench index server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if spec := os.Getenv(throttleEnv); spec != "" {
 		if err := runThrottleChild(spec); err != nil {
 			fmt.Fprintln(os.Stderr, "objstorebench throttle:", err)

@@ -48,8 +48,15 @@ func spawnThrottle(target string, rate float64, latency time.Duration) (*proxyPr
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%s", throttleEnv, target, int64(rate), latency))
+	return spawnChild(self, fmt.Sprintf("%s=%s,%d,%s", throttleEnv, target, int64(rate), latency))
+}
+
+// spawnChild runs bin with env added (which makes it a throttle or an
+// index server), dying with this process, and reads the address it
+// prints first.
+func spawnChild(bin, env string) (*proxyProcess, error) {
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
@@ -63,7 +70,7 @@ func spawnThrottle(target string, rate float64, latency time.Duration) (*proxyPr
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
-		return nil, fmt.Errorf("throttle child: %w", err)
+		return nil, fmt.Errorf("benchmark child (%s): %w", env, err)
 	}
 	return &proxyProcess{cmd: cmd, addr: strings.TrimSpace(line)}, nil
 }
