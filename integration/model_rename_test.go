@@ -180,6 +180,7 @@ func (m *modelTable) renameAppend(rt *rapid.T, mount, n int) {
 	if err != nil {
 		rt.Fatalf("create %s: %v", tmpPath, err)
 	}
+	defer f.Close() // on a failure: lets the mount unmount
 	for rest := data; len(rest) > 0; {
 		k := rapid.IntRange(1, len(rest)).Draw(rt, "write size")
 		if _, err := f.Write(rest[:k]); err != nil {
@@ -497,4 +498,93 @@ func tableListing(rt *rapid.T, dir string) map[string]int64 {
 		rt.Fatal(err)
 	}
 	return out
+}
+
+// modelPending is a staged temporary file or scratch directory left in a
+// mount's inbox across steps, renamed to its final name by a later step
+// (other appends, reads and remounts run in between).
+type modelPending struct {
+	tmp, final string           // names in the inbox
+	files      []modelBatchFile // a scratch directory's files; else one file (rel "")
+	bad        bool             // the rename must be refused
+}
+
+// stage leaves a temporary file or a scratch directory in a mount's inbox.
+func (m *modelTable) stage(rt *rapid.T, mount int) {
+	if len(m.pending[mount]) >= 4 {
+		rt.Skip("enough staged in this mount")
+	}
+	inbox := m.inbox(mount)
+	bad := rapid.IntRange(0, 3).Draw(rt, "bad") == 0
+	p := &modelPending{bad: bad}
+	if rapid.Bool().Draw(rt, "batch") {
+		p.tmp, p.final = m.scratchName(rt)
+		p.files = m.goodBatchFiles(rt)
+		if bad {
+			p.files = append(p.files, modelBatchFile{rel: m.nextName(), data: m.badContent(rt, 1)})
+		}
+		writeBatch(rt, filepath.Join(inbox, p.tmp), p.files)
+	} else {
+		p.final = m.nextName()
+		p.tmp = tempName(rt, p.final)
+		f := modelBatchFile{}
+		if bad {
+			f.data = m.badContent(rt, rapid.IntRange(1, 3).Draw(rt, "rows"))
+		} else {
+			f.ids = m.nextIDs(rapid.IntRange(1, 3).Draw(rt, "rows"))
+			f.data = encodeIDs(rt, f.ids)
+		}
+		p.files = []modelBatchFile{f}
+		if err := os.WriteFile(filepath.Join(inbox, p.tmp), f.data, 0o644); err != nil {
+			rt.Fatalf("write %s: %v", p.tmp, err)
+		}
+	}
+	m.pending[mount] = append(m.pending[mount], p)
+}
+
+// renameStaged renames something staged by an earlier step to its final
+// name: a commit of its rows as one version, or a refusal that changes
+// nothing (then it stays staged, or is removed).
+func (m *modelTable) renameStaged(rt *rapid.T) {
+	var mounts []int
+	for i := range m.mounts {
+		if len(m.pending[i]) > 0 {
+			mounts = append(mounts, i)
+		}
+	}
+	if len(mounts) == 0 {
+		rt.Skip("nothing staged")
+	}
+	mount := rapid.SampledFrom(mounts).Draw(rt, "mount")
+	k := rapid.IntRange(0, len(m.pending[mount])-1).Draw(rt, "staged")
+	p, inbox := m.pending[mount][k], m.inbox(mount)
+	tmp := filepath.Join(inbox, p.tmp)
+	for _, f := range p.files {
+		m.checkStaged(rt, filepath.Join(tmp, f.rel), f.data)
+	}
+	before := tableListing(rt, m.dir)
+	err := os.Rename(tmp, filepath.Join(inbox, p.final))
+	if p.bad {
+		if !errors.Is(err, syscall.EINVAL) {
+			rt.Fatalf("mount %d: rename of the bad staged %s to %s: %v, want EINVAL", mount, p.tmp, p.final, err)
+		}
+		m.checkRefused(rt, mount, before, p.final)
+		if rapid.Bool().Draw(rt, "remove it") {
+			if err := os.RemoveAll(tmp); err != nil {
+				rt.Fatalf("remove the refused %s: %v", p.tmp, err)
+			}
+			m.pending[mount] = slices.Delete(m.pending[mount], k, k+1)
+		}
+		return
+	}
+	if err != nil {
+		rt.Fatalf("mount %d: rename of the staged %s to %s: %v", mount, p.tmp, p.final, err)
+	}
+	m.pending[mount] = slices.Delete(m.pending[mount], k, k+1)
+	if len(p.files) == 1 && p.files[0].rel == "" {
+		m.commit(p.files[0].ids)
+		m.checkCommit(rt, mount, 1, "commit", p.final)
+		return
+	}
+	m.commitBatch(rt, mount, p.final, p.files)
 }
