@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/parquet-go/parquet-go"
@@ -587,4 +588,72 @@ func (m *modelTable) renameStaged(rt *rapid.T) {
 		return
 	}
 	m.commitBatch(rt, mount, p.final, p.files)
+}
+
+// concurrentRenames stages a good file or batch in each mount and renames
+// both at once: both commit, as two consecutive versions in some order
+// (each mount's status says which), each with exactly its rows.
+func (m *modelTable) concurrentRenames(rt *rapid.T) {
+	type job struct {
+		p   *modelPending
+		err error
+	}
+	jobs := make([]job, len(m.mounts))
+	for i := range m.mounts {
+		p := &modelPending{}
+		inbox := m.inbox(i)
+		if rapid.Bool().Draw(rt, "batch") {
+			p.tmp, p.final = m.scratchName(rt)
+			p.files = m.goodBatchFiles(rt)
+			writeBatch(rt, filepath.Join(inbox, p.tmp), p.files)
+		} else {
+			p.final = m.nextName()
+			p.tmp = tempName(rt, p.final)
+			f := modelBatchFile{ids: m.nextIDs(rapid.IntRange(1, 3).Draw(rt, "rows"))}
+			f.data = encodeIDs(rt, f.ids)
+			p.files = []modelBatchFile{f}
+			if err := os.WriteFile(filepath.Join(inbox, p.tmp), f.data, 0o644); err != nil {
+				rt.Fatalf("write %s: %v", p.tmp, err)
+			}
+		}
+		jobs[i].p = p
+	}
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			jobs[i].err = os.Rename(filepath.Join(m.inbox(i), jobs[i].p.tmp), filepath.Join(m.inbox(i), jobs[i].p.final))
+		}()
+	}
+	wg.Wait()
+	order := make([]int, len(jobs)) // order[k] is the mount whose commit is version base+k
+	base := len(m.rows)
+	for i, j := range jobs {
+		if j.err != nil {
+			rt.Fatalf("mount %d: concurrent rename of %s to %s: %v", i, j.p.tmp, j.p.final, j.err)
+		}
+		e := lastStatus(rt, m.inbox(i))
+		if e.Op != "commit" || e.File != j.p.final || e.Version == nil || *e.Version < int64(base) || *e.Version >= int64(base+len(jobs)) {
+			rt.Fatalf("mount %d: last status %+v, want the commit of %s as version %d or %d", i, e, j.p.final, base, base+1)
+		}
+		order[int(*e.Version)-base] = i
+	}
+	if order[0] == order[1] {
+		rt.Fatalf("both mounts' statuses give the same version %d", base)
+	}
+	for _, i := range order {
+		var ids []int64
+		n := 0
+		for _, f := range jobs[i].p.files {
+			if f.ids != nil {
+				ids, n = append(ids, f.ids...), n+1
+			}
+		}
+		m.commit(ids)
+		adds, removes := commitActions(rt, m.dir, len(m.rows)-1)
+		if adds != n || removes != 0 {
+			rt.Fatalf("commit %d of %s has %d adds and %d removes, want %d adds", len(m.rows)-1, jobs[i].p.final, adds, removes, n)
+		}
+	}
 }

@@ -2,7 +2,10 @@ package integration
 
 // A model-based test of the write and read paths as a whole: rapid draws
 // sequences of appends (through the inboxes of two mounts of one table and
-// through `deltafs append`, some of them killed at a crash point),
+// through `deltafs append`, some of them killed at a crash point; files
+// staged under temporary names and scratch directories renamed to final
+// names, in one step or across steps, in both mounts at once, good ones
+// and ones the table refuses: see model_rename_test.go),
 // checkpoints (every third version) and reads (a version's directory in
 // either mount, time travel), and after every step compares what the mounts
 // serve with a reference kept here: the rows each version must hold, and
@@ -85,11 +88,12 @@ func TestModelAppendsAndReads(t *testing.T) {
 			"rename append": func(rt *rapid.T) {
 				m.renameAppend(rt, rapid.IntRange(0, 1).Draw(rt, "mount"), rapid.IntRange(1, 5).Draw(rt, "rows"))
 			},
-			"batch append":   func(rt *rapid.T) { m.batchAppend(rt, rapid.IntRange(0, 1).Draw(rt, "mount")) },
-			"refused rename": func(rt *rapid.T) { m.refusedRename(rt, rapid.IntRange(0, 1).Draw(rt, "mount")) },
-			"refused batch":  func(rt *rapid.T) { m.refusedBatch(rt, rapid.IntRange(0, 1).Draw(rt, "mount")) },
-			"stage":          func(rt *rapid.T) { m.stage(rt, rapid.IntRange(0, 1).Draw(rt, "mount")) },
-			"rename staged":  func(rt *rapid.T) { m.renameStaged(rt) },
+			"batch append":       func(rt *rapid.T) { m.batchAppend(rt, rapid.IntRange(0, 1).Draw(rt, "mount")) },
+			"refused rename":     func(rt *rapid.T) { m.refusedRename(rt, rapid.IntRange(0, 1).Draw(rt, "mount")) },
+			"refused batch":      func(rt *rapid.T) { m.refusedBatch(rt, rapid.IntRange(0, 1).Draw(rt, "mount")) },
+			"stage":              func(rt *rapid.T) { m.stage(rt, rapid.IntRange(0, 1).Draw(rt, "mount")) },
+			"rename staged":      func(rt *rapid.T) { m.renameStaged(rt) },
+			"concurrent renames": func(rt *rapid.T) { m.concurrentRenames(rt) },
 			"read version": func(rt *rapid.T) {
 				m.readVersion(rt, rapid.IntRange(0, 1).Draw(rt, "mount"), rapid.IntRange(0, len(m.rows)-1).Draw(rt, "version"))
 			},
