@@ -564,6 +564,23 @@ func (m *modelTable) renameStaged(rt *rapid.T) {
 		m.checkStaged(rt, filepath.Join(tmp, f.rel), f.data)
 	}
 	before := tableListing(rt, m.dir)
+	if len(m.pending[mount]) > 1 && rapid.Bool().Draw(rt, "onto a taken name first") {
+		// Renames in the inbox never replace: nothing changes.
+		other := m.pending[mount][(k+1)%len(m.pending[mount])]
+		err := os.Rename(tmp, filepath.Join(inbox, other.tmp))
+		if !errors.Is(err, syscall.EEXIST) && !errors.Is(err, syscall.EISDIR) && !errors.Is(err, syscall.ENOTDIR) {
+			rt.Fatalf("mount %d: rename of the staged %s onto the staged %s: %v, want EEXIST", mount, p.tmp, other.tmp, err)
+		}
+		m.checkVersions(rt)
+		if after := tableListing(rt, m.dir); !maps.Equal(before, after) {
+			rt.Fatalf("a rename onto a taken name changed the table's files")
+		}
+		for _, q := range []*modelPending{p, other} {
+			for _, f := range q.files {
+				m.checkStaged(rt, filepath.Join(inbox, q.tmp, f.rel), f.data)
+			}
+		}
+	}
 	err := os.Rename(tmp, filepath.Join(inbox, p.final))
 	if p.bad {
 		if !errors.Is(err, syscall.EINVAL) {
