@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"syscall"
 )
 
 // A DerivedChecked file ends with a trailer of 8 bytes: the CRC-32C
@@ -91,9 +92,10 @@ type fileIdentity struct {
 // identityOf returns fi's identity; false when the platform gives none
 // (the file is then checked on every open).
 func identityOf(fi os.FileInfo) (fileIdentity, bool) {
-	sec, nsec, ino, ok := statCtime(fi)
+	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return fileIdentity{}, false
 	}
-	return fileIdentity{ino: ino, size: fi.Size(), ctimeSec: sec, ctimeNsec: nsec}, true
+	c := statCtim(st)
+	return fileIdentity{ino: int64(st.Ino), size: fi.Size(), ctimeSec: int64(c.Sec), ctimeNsec: int64(c.Nsec)}, true
 }

@@ -1,15 +1,5 @@
 package blobcache
 
-import (
-	"os"
-	"syscall"
-)
+import "syscall"
 
-// statCtime returns the ctime and inode of fi, when the platform has them.
-func statCtime(fi os.FileInfo) (sec, nsec, ino int64, ok bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0, 0, false
-	}
-	return int64(st.Ctim.Sec), int64(st.Ctim.Nsec), int64(st.Ino), true
-}
+func statCtim(st *syscall.Stat_t) syscall.Timespec { return st.Ctim }

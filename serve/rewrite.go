@@ -29,10 +29,6 @@ func (t *Table) openRewritten(ctx context.Context, snap *delta.Snapshot, f *delt
 		return nil, err
 	}
 	src, err := t.openStored(ctx, f)
-	if err == nil && src.Size() != f.Add.Size {
-		src.Close()
-		err = fmt.Errorf("data file %s: %w: stored size %d, the log says %d", f.Key, delta.ErrCorruptLog, src.Size(), f.Add.Size)
-	}
 	if err != nil {
 		df.Close()
 		return nil, err
@@ -51,12 +47,12 @@ func (t *Table) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveF
 	key := strings.Join([]string{"deltafs-composite/v2", t.store.String(), f.Key,
 		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping}, "|")
 	build := t.progress(snap, f, func(w io.Writer) error {
-		src, release, err := t.readerAtFor(ctx, f)
+		src, err := t.openStored(ctx, f)
 		if err != nil {
 			return err
 		}
-		defer release()
-		plan, err := planFor(ctx, snap, f, rename, src)
+		defer src.Close()
+		plan, err := planFor(ctx, snap, f, rename, ctxReaderAt{ctx, src})
 		if err != nil {
 			return err
 		}

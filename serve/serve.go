@@ -14,7 +14,6 @@ package serve
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -105,15 +104,7 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 // delta.ErrCorruptLog, never wrong data.
 func (t *Table) Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error) {
 	if !Rewritten(f.Add, Mapped(snap.Metadata())) {
-		c, err := t.openStored(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		if c.Size() != f.Add.Size {
-			c.Close()
-			return nil, fmt.Errorf("data file %s: %w: stored size %d, the log says %d", f.Key, delta.ErrCorruptLog, c.Size(), f.Add.Size)
-		}
-		return c, nil
+		return t.openStored(ctx, f)
 	}
 	return t.openRewritten(ctx, snap, f)
 }

@@ -15,10 +15,20 @@ import (
 // openStored opens the stored bytes of f: a local table's file straight
 // from the local file (the kernel page cache is its cache, and the file
 // can be handed to kernel passthrough); a remote table's through the
-// memory block cache.
+// memory block cache. A local file whose size is not the one the log
+// gives is an error wrapping delta.ErrCorruptLog (it was changed behind
+// the log: serving it would be wrong data).
 func (t *Table) openStored(ctx context.Context, f *delta.LiveFile) (Content, error) {
 	if t.local != "" {
-		return openLocal(t.local, f.Key)
+		c, err := openLocal(t.local, f.Key)
+		if err != nil {
+			return nil, err
+		}
+		if c.size != f.Add.Size {
+			c.Close()
+			return nil, fmt.Errorf("data file %s: %w: stored size %d, the log says %d", f.Key, delta.ErrCorruptLog, c.size, f.Add.Size)
+		}
+		return c, nil
 	}
 	obj := t.cache.Object(cacheSource{t}, t.objectKey(f.Key), f.Add.Size, objectVersion(f.Add))
 	// Every Parquet reader starts at the footer: fetch the file's tail in
@@ -85,21 +95,3 @@ func (c *objectContent) ReadSlices(ctx context.Context, off int64, n int) ([][]b
 func (c *objectContent) Size() int64    { return c.obj.Size() }
 func (c *objectContent) File() *os.File { return nil }
 func (c *objectContent) Close() error   { return nil }
-
-// readerAtFor returns the stored bytes of a live file as an io.ReaderAt,
-// for the Parquet rewriter, and a function to release it.
-func (t *Table) readerAtFor(ctx context.Context, f *delta.LiveFile) (io.ReaderAt, func(), error) {
-	if t.local != "" {
-		c, err := openLocal(t.local, f.Key)
-		if err != nil {
-			return nil, nil, err
-		}
-		if c.size != f.Add.Size {
-			c.Close()
-			return nil, nil, fmt.Errorf("data file %s: %w: stored size %d, the log says %d", f.Key, delta.ErrCorruptLog, c.size, f.Add.Size)
-		}
-		return c.f, func() { c.Close() }, nil
-	}
-	obj := t.cache.Object(cacheSource{t}, t.objectKey(f.Key), f.Add.Size, objectVersion(f.Add))
-	return obj.ReaderAt(ctx), func() {}, nil
-}
