@@ -123,9 +123,22 @@ type Env struct {
 	// with it, a descriptor of another mount whose inode number matches
 	// is not taken for one of ours (see holdsDescriptor).
 	mountID atomic.Uint64
+	// fdinfo says how the inbox recognizes a dup of a write handle
+	// (probeFdinfo, at NewEnv; see holdsWriteDescriptor).
+	fdinfo fdinfoIno
 	// refusals rate-limits the log lines of writes refused with EROFS.
 	refusals refusalLog
 }
+
+// FdinfoHasIno reports whether this kernel's /proc/PID/fdinfo names each
+// descriptor's inode (Linux >= 5.14). Without it, the inbox recognizes a
+// dup of a write descriptor by the path the kernel shows for it
+// (/proc/PID/fd), which a process in another mount namespace or chroot
+// may see otherwise: its dups are then not seen, and the first close of
+// the opener commits the file and returns the outcome (later writes
+// through a dup fail with EROFS). That never acknowledges a file before
+// it is committed; the other choice (waiting for the last release) would.
+func (e *Env) FdinfoHasIno() bool { return e.fdinfo == fdinfoHasIno }
 
 // SetMountID records the kernel's mnt_id of the mount, once it is up.
 func (e *Env) SetMountID(id uint64) { e.mountID.Store(id) }
@@ -165,7 +178,7 @@ func NewEnv(opts Options) *Env {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Env{Opts: opts, log: log}
+	return &Env{Opts: opts, log: log, fdinfo: probeFdinfo()}
 }
 
 // Errors a Writer returns, so that the inbox can choose the errno (see

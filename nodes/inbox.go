@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -53,8 +54,12 @@ type inbox struct {
 	root     *fs.Inode // guarded by mu: the inbox directory, nil until looked up
 	checked  time.Time // guarded by mu: when writeErr was last asked
 	writeErr error     // guarded by mu: the last answer of writer.Writable
-	// batches are the scratch directories being committed (inbox_rename.go).
+	// batches are the scratch directories being committed (inbox_batch.go).
 	batches map[*InboxDir]bool // guarded by mu
+	// files are the staged files not yet dropped, registered by Create
+	// before go-fuse puts them in the tree: a batch that starts between
+	// the two finds them here (see admit and batch.lockOut).
+	files map[*InboxFile]struct{} // guarded by mu
 	// staleAfter: staged files idle this long are removed (SweepInbox); <= 0 never.
 	staleAfter time.Duration
 	lastSweep  time.Time // guarded by mu
@@ -65,8 +70,15 @@ type inbox struct {
 // appended by w. Call it before the mount serves requests; a table
 // directory without it (a --read-only mount) has no inbox.
 func (d *TableDir) EnableInbox(w Writer, stagingDir string) {
-	d.inbox = &inbox{dir: d, writer: w, staging: stagingDir, status: newStatusLog(statusKeep),
-		batches: map[*InboxDir]bool{}, staleAfter: d.env.Opts.InboxStaleAfter}
+	d.inbox = &inbox{dir: d, writer: w, staging: stagingDir, status: newStatusLog(statusPath(stagingDir)),
+		batches: map[*InboxDir]bool{}, files: map[*InboxFile]struct{}{}, staleAfter: d.env.Opts.InboxStaleAfter}
+}
+
+// statusPath is where the status lines of the inbox staged in
+// stagingDir are kept: beside it, so that they never mix with staged
+// files and go with the mount's staging (see statusLog).
+func statusPath(stagingDir string) string {
+	return filepath.Clean(stagingDir) + ".status.jsonl"
 }
 
 // inboxChild returns the inbox directory, the same inode on every lookup:
@@ -217,6 +229,27 @@ func canonicalPartition(c *delta.StructField, val *string) (string, *string, err
 	return c.Name, s, nil
 }
 
+// admit registers the new staged file f of d, unless d is in a batch
+// being committed (EBUSY: batches lock out creates while they commit, so
+// that no file lands in a directory the batch is about to remove) or in
+// one already committed (ENOENT).
+func (in *inbox) admit(f *InboxFile, d *InboxDir) syscall.Errno {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if errno := in.lockedOutLocked(d); errno != 0 {
+		return errno
+	}
+	in.files[f] = struct{}{}
+	return 0
+}
+
+// forget takes f out of the registry of staged files.
+func (in *inbox) forget(f *InboxFile) {
+	in.mu.Lock()
+	delete(in.files, f)
+	in.mu.Unlock()
+}
+
 // drop removes f's staging file, gives its bytes back to the staging
 // budget and takes f out of the inbox (telling the kernel when notify:
 // not from a RENAME handler, see detachQuiet).
@@ -225,6 +258,7 @@ func (in *inbox) drop(f *InboxFile, notify bool) {
 		in.dir.env.log.Warn("deltafs: remove staged file", "table", in.dir.name, "file", f.rel(), "err", err)
 	}
 	f.releaseStaged()
+	in.forget(f)
 	if notify {
 		f.detach()
 	} else {

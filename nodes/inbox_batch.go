@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -66,6 +67,7 @@ func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, n
 		return syscall.EBUSY
 	}
 	in.batches[sd] = true
+	staged := slices.Collect(maps.Keys(in.files))
 	in.mu.Unlock()
 	defer func() {
 		in.mu.Lock()
@@ -75,6 +77,7 @@ func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, n
 
 	b := &batch{in: in, rootRel: rel}
 	b.walk(ctx, sd, rel, parts, depth)
+	b.lockOut(sd, staged)
 	b.lock()
 	if len(b.busy) > 0 {
 		b.unlock()
@@ -196,6 +199,35 @@ func (b *batch) walkTemporary(d *InboxDir, rel string) {
 				b.errs = append(b.errs, fmt.Errorf("%w: %s: a Parquet file under a temporary directory (has the job that writes it finished?): move it out or remove it", ErrInvalidFile, path.Join(rel, n)))
 			}
 			b.other = append(b.other, op)
+		}
+	}
+}
+
+// lockOut notes in b.busy the staged files under sd that the walk did
+// not see: created (or moved in) just before the batch took sd, and not
+// yet in the tree. The batch is refused (EBUSY) rather than removing
+// them with its directories: their close() would return 0 for data
+// dropped. Creates after the batch took sd are EBUSY (inbox.admit).
+func (b *batch) lockOut(sd *InboxDir, staged []*InboxFile) {
+	seen := map[*InboxFile]bool{}
+	for _, bf := range b.files {
+		seen[bf.f] = true
+	}
+	for _, f := range b.other {
+		seen[f] = true
+	}
+	for _, f := range staged {
+		if seen[f] {
+			continue
+		}
+		f.mu.Lock()
+		dir, name := f.dir, f.name
+		f.mu.Unlock()
+		for n := dir.EmbeddedInode(); n != nil; _, n = n.Parent() {
+			if n.Operations() == sd {
+				b.busy = append(b.busy, name+" (being created)")
+				break
+			}
 		}
 	}
 }

@@ -199,8 +199,16 @@ func (d *InboxDir) Create(ctx context.Context, name string, flags uint32, mode u
 	if err != nil {
 		return nil, nil, 0, d.in.refuse("create", d.relOf(name), err)
 	}
+	if errno := d.in.admit(f, d); errno != 0 {
+		f.discard()
+		return nil, nil, 0, errno
+	}
+	if hook := testHookAdmitted.Load(); hook != nil {
+		(*hook)(d, name)
+	}
 	h, errno := f.open(ctx, flags)
 	if errno != 0 {
+		d.in.forget(f)
 		f.discard()
 		return nil, nil, 0, errno
 	}
@@ -213,6 +221,10 @@ func (d *InboxDir) Create(ctx context.Context, name string, flags uint32, mode u
 	out.SetAttrTimeout(inboxTimeout)
 	return n, h, fuse.FOPEN_DIRECT_IO, 0
 }
+
+// testHookAdmitted, set by tests only, runs in Create between the
+// lock-out check and go-fuse putting the file in the tree.
+var testHookAdmitted atomic.Pointer[func(d *InboxDir, name string)]
 
 // Mkdir makes the partition directory name = "<col>=<value>" for the next
 // partition column, or a scratch directory (a temporary name, or any
@@ -230,6 +242,9 @@ func (d *InboxDir) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	}
 	if d.GetChild(name) != nil {
 		return nil, syscall.EEXIST
+	}
+	if errno := d.in.lockedOut(d); errno != 0 {
+		return nil, errno
 	}
 	parts := maps.Clone(d.parts)
 	if parts == nil {

@@ -312,8 +312,11 @@ func (f *InboxFile) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	if !ok || !h.write || !sameProcess(h.pid, pid) {
 		return 0
 	}
-	if holdsDescriptor(pid, f.in.dir.env.mountID.Load(), f.StableAttr().Ino) {
-		return 0 // a dup of the descriptor is still open: not the end
+	env := f.in.dir.env
+	check := descriptorCheck{mntID: env.mountID.Load(), ino: f.StableAttr().Ino, mode: env.fdinfo,
+		path: "/" + f.in.dir.name + "/" + InboxName + "/" + f.rel()}
+	if holdsWriteDescriptor(pid, check) {
+		return 0 // a dup of the write descriptor is still open: not the end
 	}
 	f.closeHandle(h)
 	return f.commit(ctx)
@@ -336,9 +339,22 @@ func (f *InboxFile) closeHandle(h *inboxHandle) bool {
 	return true
 }
 
-// Fsync commits a non-empty file with a final name (a temporary one
-// stays staged: its rename commits it).
+// Fsync through the write handle commits a non-empty file with a final
+// name (a temporary one stays staged: its rename commits it). An fsync
+// through a handle open for reading, or one whose opener closed it,
+// commits nothing and returns 0: only the writer knows the file is
+// complete (a reader's fsync used to commit a half-written file).
 func (f *InboxFile) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	h, ok := fh.(*inboxHandle)
+	if !ok || !h.write {
+		return 0
+	}
+	f.mu.Lock()
+	closed := h.closed
+	f.mu.Unlock()
+	if closed {
+		return 0
+	}
 	return f.commit(ctx)
 }
 
@@ -462,6 +478,7 @@ func (f *InboxFile) unlink() syscall.Errno {
 		os.Remove(f.path)
 		f.in.dir.env.releaseStaging(f.staged)
 		f.staged = 0
+		f.in.forget(f)
 	}
 	f.ForgetPersistent()
 	return 0

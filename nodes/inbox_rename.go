@@ -53,8 +53,8 @@ func (d *InboxDir) mkScratch(ctx context.Context, name string, out *fuse.EntryOu
 	if d.GetChild(name) != nil {
 		return nil, syscall.EEXIST
 	}
-	if d.in.busy(d) {
-		return nil, syscall.EBUSY
+	if errno := d.in.lockedOut(d); errno != 0 {
+		return nil, errno
 	}
 	sub := &InboxDir{in: d.in, scratch: true}
 	sub.touch()
@@ -71,15 +71,33 @@ func (d *InboxDir) mkScratch(ctx context.Context, name string, out *fuse.EntryOu
 func (in *inbox) busy(d *InboxDir) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if len(in.batches) == 0 {
-		return false
-	}
+	return in.lockedOutLocked(d) == syscall.EBUSY
+}
+
+// lockedOut is lockedOutLocked taking in.mu.
+func (in *inbox) lockedOut(d *InboxDir) syscall.Errno {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.lockedOutLocked(d)
+}
+
+// lockedOutLocked returns EBUSY when d is in a batch being committed,
+// ENOENT when it is in one committed (removed from the tree: the kernel
+// may still hold its dentry), else 0. in.mu is held.
+func (in *inbox) lockedOutLocked(d *InboxDir) syscall.Errno {
 	for n := d.EmbeddedInode(); n != nil; _, n = n.Parent() {
-		if sd, ok := n.Operations().(*InboxDir); ok && in.batches[sd] {
-			return true
+		sd, ok := n.Operations().(*InboxDir)
+		if !ok {
+			continue
+		}
+		if in.batches[sd] {
+			return syscall.EBUSY
+		}
+		if sd.gone.Load() {
+			return syscall.ENOENT
 		}
 	}
-	return false
+	return 0
 }
 
 // Rename moves a staged file or a scratch directory within the inbox; a
@@ -138,7 +156,9 @@ func (in *inbox) renameFile(ctx context.Context, f *InboxFile, dst *InboxDir, na
 		}
 	}
 	f.mu.Lock()
-	if f.state != stateStaged {
+	// Checked again under f.mu, where the move happens: a batch taking
+	// dst starts either before (EBUSY here) or after (it sees f.dir).
+	if f.state != stateStaged || in.busy(dst) {
 		f.mu.Unlock()
 		return syscall.EBUSY
 	}

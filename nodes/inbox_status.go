@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -11,9 +14,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
-
-// statusKeep is how many events an inbox's status file keeps.
-const statusKeep = 256
 
 // StatusEvent is one line of inbox/_status.jsonl: the outcome of a staged
 // file or a batch (Op "commit", by close() or rename()), a refused
@@ -34,38 +34,148 @@ type StatusEvent struct {
 	Errno   string    `json:"errno,omitempty"`
 }
 
-// statusLog keeps the last events of one inbox, for this mount only.
+// statusLog keeps every event of one inbox for as long as the mount
+// runs: the lines in an append-only file beside the inbox's staging
+// directory (removed with it at unmount), and in memory only the counts
+// and the last refusals (for .deltafs-status.json). An acknowledgement's
+// outcome is never pushed out by later ones. Without a file (it could
+// not be made) the lines are kept in memory.
 type statusLog struct {
-	keep int
+	path string
 
-	mu     sync.Mutex
-	events []StatusEvent // guarded by mu: oldest first, at most keep
+	mu       sync.Mutex
+	file     *os.File      // guarded by mu: the lines, nil without a file
+	mem      []byte        // guarded by mu: the lines when file is nil
+	size     int64         // guarded by mu: bytes of lines so far
+	commits  int           // guarded by mu
+	refusals int           // guarded by mu
+	recent   []StatusEvent // guarded by mu: the last statusRefusalsShown refusals, oldest first
 }
 
-func newStatusLog(keep int) *statusLog { return &statusLog{keep: keep} }
+// newStatusLog returns a log writing its lines to path ("" keeps them in
+// memory).
+func newStatusLog(path string) *statusLog {
+	l := &statusLog{path: path}
+	if path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+		if err == nil {
+			l.file = f
+		}
+	}
+	return l
+}
 
-// add appends e, stamped now, dropping the oldest event beyond keep.
+// add appends e, stamped now.
 func (l *statusLog) add(e StatusEvent) {
 	e.Time = time.Now().UTC()
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false) // errors say <value>, not \u003cvalue\u003e
+	_ = enc.Encode(e)        // cannot fail: plain fields; one line each
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.events) >= l.keep {
-		l.events = append(l.events[:0], l.events[len(l.events)-l.keep+1:]...)
+	switch {
+	case e.Op == "expire": // a stale staged file removed: neither
+	case e.Error == "":
+		l.commits++
+	default:
+		l.refusals++
+		l.recent = append(l.recent, e)
+		if len(l.recent) > 2*statusRefusalsShown {
+			l.recent = append(l.recent[:0], l.recent[len(l.recent)-statusRefusalsShown:]...)
+		}
 	}
-	l.events = append(l.events, e)
+	if l.file != nil {
+		if _, err := l.file.Write(line.Bytes()); err == nil {
+			l.size += int64(line.Len())
+			return
+		}
+		// The disk failed: keep what it holds readable, the rest in memory.
+		data, _ := os.ReadFile(l.path)
+		l.file.Close()
+		l.file, l.mem = nil, data[:min(int64(len(data)), l.size)]
+	}
+	l.mem = append(l.mem, line.Bytes()...)
+	l.size = int64(len(l.mem))
 }
 
-// jsonl returns the events as JSON lines.
+// counts returns the commits and refusals so far and the last refusals.
+func (l *statusLog) counts() (commits, refusals int, recent []StatusEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	recent = l.recent[max(len(l.recent)-statusRefusalsShown, 0):]
+	return l.commits, l.refusals, slices.Clone(recent)
+}
+
+// length is the size of the lines so far.
+func (l *statusLog) length() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size
+}
+
+// open returns a handle on the lines as of now.
+func (l *statusLog) open() (fs.FileHandle, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file == nil {
+		return bytesHandle(slices.Clone(l.mem)), nil
+	}
+	f, err := os.Open(l.path)
+	if err != nil {
+		return nil, err
+	}
+	return &fileRangeHandle{f: f, size: l.size}, nil
+}
+
+// jsonl returns the lines as of now.
 func (l *statusLog) jsonl() []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false) // errors say <value>, not \u003cvalue\u003e
-	for _, e := range l.events {
-		_ = enc.Encode(e) // cannot fail: plain fields; one line each
+	if l.file == nil {
+		return slices.Clone(l.mem)
 	}
-	return out.Bytes()
+	data, _ := os.ReadFile(l.path)
+	return data[:min(int64(len(data)), l.size)]
+}
+
+// close closes the file of lines (the mount removes it with the staging
+// directory).
+func (l *statusLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file != nil {
+		l.file.Close()
+	}
+}
+
+// fileRangeHandle is an open file serving the first size bytes of f.
+type fileRangeHandle struct {
+	f    *os.File
+	size int64
+}
+
+var (
+	_ = (fs.FileReader)((*fileRangeHandle)(nil))
+	_ = (fs.FileReleaser)((*fileRangeHandle)(nil))
+)
+
+// Read returns the bytes at off, up to size.
+func (h *fileRangeHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if off >= h.size {
+		return fuse.ReadResultData(nil), 0
+	}
+	n, err := h.f.ReadAt(dest[:min(int64(len(dest)), h.size-off)], off)
+	if err != nil && err != io.EOF {
+		return nil, fs.ToErrno(err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// Release closes the file.
+func (h *fileRangeHandle) Release(ctx context.Context) syscall.Errno {
+	h.f.Close()
+	return 0
 }
 
 // InboxInfoFile is a read-only file of the inbox root whose content is
@@ -86,11 +196,8 @@ var (
 
 func (f *InboxInfoFile) ino() uint64 { return stableIno(kindInbox, f.in.dir.name, 0, f.name) }
 
-// text returns the content as of now.
+// text returns the content of _deltafs_error.txt as of now.
 func (f *InboxInfoFile) text(ctx context.Context) []byte {
-	if f.name == InboxStatusName {
-		return f.in.status.jsonl()
-	}
 	err := f.in.writable(ctx)
 	if err == nil {
 		return []byte{}
@@ -100,15 +207,30 @@ func (f *InboxInfoFile) text(ctx context.Context) []byte {
 
 // Getattr reports a read-only file of the current size.
 func (f *InboxInfoFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillAttr(&out.Attr, f.ino(), modeFile, int64(len(f.text(ctx))), time.Time{})
+	fillAttr(&out.Attr, f.ino(), modeFile, f.size(ctx), time.Time{})
 	out.SetTimeout(inboxTimeout)
 	return 0
+}
+
+// size is the content's size as of now.
+func (f *InboxInfoFile) size(ctx context.Context) int64 {
+	if f.name == InboxStatusName {
+		return f.in.status.length()
+	}
+	return int64(len(f.text(ctx)))
 }
 
 // Open returns the content as of now (direct I/O: it changes size).
 func (f *InboxInfoFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if isWriteOpen(flags) {
 		return nil, 0, syscall.EPERM
+	}
+	if f.name == InboxStatusName {
+		h, err := f.in.status.open()
+		if err != nil {
+			return nil, 0, f.in.dir.env.dataErrno("read "+InboxStatusName, err, "table", f.in.dir.name)
+		}
+		return h, fuse.FOPEN_DIRECT_IO, 0
 	}
 	return bytesHandle(f.text(ctx)), fuse.FOPEN_DIRECT_IO, 0
 }

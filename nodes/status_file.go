@@ -54,7 +54,8 @@ type InboxState struct {
 	NotWritable string `json:"notWritable,omitempty"`
 	// Pending are the staged files not yet committed or refused.
 	Pending []PendingFile `json:"pending"`
-	// Commits and Refusals count the outcomes kept in _status.jsonl.
+	// Commits and Refusals count the outcomes in _status.jsonl (every
+	// one since the mount started).
 	Commits  int `json:"commits"`
 	Refusals int `json:"refusals"`
 	// Refused are the most recent refusals, newest last.
@@ -159,23 +160,7 @@ func (in *inbox) state(ctx context.Context) *InboxState {
 	if err := in.writable(ctx); err != nil {
 		st.Writable, st.NotWritable = false, err.Error()
 	}
-	in.status.mu.Lock()
-	events := append([]StatusEvent(nil), in.status.events...)
-	in.status.mu.Unlock()
-	for _, e := range events {
-		if e.Op == "expire" {
-			continue // a stale staged file removed: neither
-		}
-		if e.Error == "" {
-			st.Commits++
-			continue
-		}
-		st.Refusals++
-		st.Refused = append(st.Refused, e)
-	}
-	if n := len(st.Refused); n > statusRefusalsShown {
-		st.Refused = st.Refused[n-statusRefusalsShown:]
-	}
+	st.Commits, st.Refusals, st.Refused = in.status.counts()
 	return st
 }
 
