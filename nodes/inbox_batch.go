@@ -77,7 +77,7 @@ func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, n
 
 	b := &batch{in: in, rootRel: rel}
 	b.walk(ctx, sd, rel, parts, depth)
-	b.lockOut(sd, staged)
+	b.lockOut(staged)
 	b.lock()
 	if len(b.busy) > 0 {
 		b.unlock()
@@ -203,12 +203,14 @@ func (b *batch) walkTemporary(d *InboxDir, rel string) {
 	}
 }
 
-// lockOut notes in b.busy the staged files under sd that the walk did
-// not see: created (or moved in) just before the batch took sd, and not
-// yet in the tree. The batch is refused (EBUSY) rather than removing
-// them with its directories: their close() would return 0 for data
-// dropped. Creates after the batch took sd are EBUSY (inbox.admit).
-func (b *batch) lockOut(sd *InboxDir, staged []*InboxFile) {
+// lockOut notes in b.busy the staged files in the batch's directories
+// that the walk did not see: created (or moved in) just before the batch
+// took sd, and not yet in the tree. The batch is refused (EBUSY) rather
+// than removing them with its directories: their close() would return 0
+// for data dropped. Creates after the batch took sd are EBUSY
+// (inbox.admit). (A directory made there since is empty: a create in it
+// waits for its mkdir, and then finds the batch.)
+func (b *batch) lockOut(staged []*InboxFile) {
 	seen := map[*InboxFile]bool{}
 	for _, bf := range b.files {
 		seen[bf.f] = true
@@ -216,18 +218,16 @@ func (b *batch) lockOut(sd *InboxDir, staged []*InboxFile) {
 	for _, f := range b.other {
 		seen[f] = true
 	}
+	dirs := map[*InboxDir]bool{}
+	for _, d := range b.dirs {
+		dirs[d] = true
+	}
 	for _, f := range staged {
-		if seen[f] {
-			continue
-		}
 		f.mu.Lock()
 		dir, name := f.dir, f.name
 		f.mu.Unlock()
-		for n := dir.EmbeddedInode(); n != nil; _, n = n.Parent() {
-			if n.Operations() == sd {
-				b.busy = append(b.busy, name+" (being created)")
-				break
-			}
+		if !seen[f] && dirs[dir] {
+			b.busy = append(b.busy, name+" (being created)")
 		}
 	}
 }
