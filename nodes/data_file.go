@@ -19,7 +19,9 @@ import (
 // storage (its size is the stored size); any other is served as rewritten
 // by package serve (deleted rows removed, logical column names), whose
 // exact size is known before the first stat is answered. Its content never
-// changes: long kernel timeouts and FOPEN_KEEP_CACHE.
+// changes: long kernel timeouts and FOPEN_KEEP_CACHE. A file that cannot
+// be served still stats (statSize); its open fails with EIO, logged and
+// recorded in the status file.
 type DataFile struct {
 	fs.Inode
 	readOnlyFile
@@ -29,6 +31,7 @@ type DataFile struct {
 	path    string       // path inside the snapshot directory
 	rewrite bool         // served rewritten (serve.Rewritten)
 	size    atomic.Int64 // served size, -1 until known
+	stale   atomic.Bool  // a stat reported the stored size: the served one failed
 }
 
 var (
@@ -80,37 +83,57 @@ func (d *DataFile) live(ctx context.Context) (*delta.Snapshot, *delta.LiveFile, 
 
 // servedSize returns the size of the served bytes, materializing the file
 // on first use when it needs rewriting.
-func (d *DataFile) servedSize(ctx context.Context) (int64, syscall.Errno) {
+func (d *DataFile) servedSize(ctx context.Context) (int64, error) {
 	if n := d.size.Load(); n >= 0 {
-		return n, 0
+		return n, nil
 	}
 	snap, f, err := d.live(ctx)
-	if err == nil {
-		var n int64
-		if n, err = d.ref.files.Size(ctx, snap, f); err == nil {
-			d.size.Store(n)
-			return n, 0
-		}
+	if err != nil {
+		return 0, err
 	}
-	return 0, d.env().dataErrno("materialize", err, d.logAttrs()...)
+	n, err := d.ref.files.Size(ctx, snap, f)
+	if err != nil {
+		return 0, err
+	}
+	d.size.Store(n)
+	return n, nil
 }
 
-// fill sets the attributes of the file.
-func (d *DataFile) fill(ctx context.Context, a *fuse.Attr) syscall.Errno {
-	n, errno := d.servedSize(ctx)
+// statSize is the size stat reports, and whether it is the served size. A
+// listed file always stats: when its served size cannot be computed (a
+// missing or corrupt deletion vector, an unreadable footer), stat reports
+// the stored size and the failure is the open's, an error no reader can
+// miss, where a failed stat makes globs skip the file silently.
+func (d *DataFile) statSize(ctx context.Context) (n int64, exact bool, errno syscall.Errno) {
+	n, err := d.servedSize(ctx)
+	if err == nil {
+		return n, true, 0
+	}
+	d.stale.Store(true)
+	return d.add.Size, false, statErrno(err)
+}
+
+// fill sets the attributes of the file and returns the kernel timeout:
+// long, short while the served size is not known.
+func (d *DataFile) fill(ctx context.Context, a *fuse.Attr) (time.Duration, syscall.Errno) {
+	n, exact, errno := d.statSize(ctx)
 	if errno != 0 {
-		return errno
+		return 0, errno
 	}
 	fillAttr(a, d.ino(), modeFile, n, time.UnixMilli(d.add.ModificationTime))
-	return 0
+	if !exact {
+		return d.env().Opts.ShortTimeout, 0
+	}
+	return d.env().Opts.LongTimeout, 0
 }
 
 // Getattr reports the served size and the add action's modification time.
 func (d *DataFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if errno := d.fill(ctx, &out.Attr); errno != 0 {
+	timeout, errno := d.fill(ctx, &out.Attr)
+	if errno != 0 {
 		return errno
 	}
-	out.SetTimeout(d.env().Opts.LongTimeout)
+	out.SetTimeout(timeout)
 	return 0
 }
 
@@ -124,7 +147,7 @@ func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	}
 	c, err := d.openContent(ctx)
 	if err != nil {
-		return nil, 0, d.env().dataErrno("open", err, d.logAttrs()...)
+		return nil, 0, d.fail("open", err)
 	}
 	h := &dataHandle{file: d, content: c, passthrough: d.env().Opts.Passthrough}
 	// A rewritten file served as a composite (ranges of the stored file and
@@ -151,10 +174,15 @@ func (d *DataFile) openContent(ctx context.Context) (serve.Content, error) {
 	if err != nil {
 		return nil, err
 	}
-	want, errno := d.servedSize(ctx)
-	if errno != 0 {
+	want, err := d.servedSize(ctx)
+	if err != nil {
 		c.Close()
-		return nil, errno
+		return nil, err
+	}
+	if d.stale.Swap(false) {
+		// A stat reported the stored size while the served one failed;
+		// it is known now: have the kernel ask again (outside this request).
+		go d.NotifyContent(-1, 0)
 	}
 	if c.Size() != want {
 		c.Close()

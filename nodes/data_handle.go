@@ -58,13 +58,13 @@ func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	if sr, ok := h.content.(sliceReader); ok {
 		bufs, err := sr.ReadSlices(ctx, off, len(dest))
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, h.file.env().dataErrno("read", err, h.file.logAttrs()...)
+			return nil, h.file.fail("read", err)
 		}
 		return fuse.ReadResultVector(bufs), 0
 	}
 	n, err := h.content.ReadAt(ctx, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, h.file.env().dataErrno("read", err, h.file.logAttrs()...)
+		return nil, h.file.fail("read", err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }

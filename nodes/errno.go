@@ -21,6 +21,8 @@ import (
 //   - a data file that cannot be served (missing from storage, vacuumed,
 //     corrupt deletion vector, unreadable Parquet) is EIO, never ENOENT:
 //     the file is listed, so its absence is an error of the table;
+//   - a listed entry always stats (statErrno): a file that cannot be
+//     served fails at open or read, never at stat;
 //   - every mutation of the tree is EROFS.
 //
 // Everything but ENOENT and EINTR is logged with the table, version and
@@ -63,6 +65,17 @@ func (e *Env) dataErrno(op string, err error, attrs ...any) syscall.Errno {
 		e.observe(op, syscall.EIO, false)
 		return syscall.EIO
 	}
+}
+
+// statErrno is the answer of a stat whose exact answer failed with err:
+// EINTR when the caller was interrupted, else none (0), because a listed
+// entry always stats (a failed stat makes a glob skip the file without an
+// error); the failure is then the open's or the read's.
+func statErrno(err error) syscall.Errno {
+	if cancelled(err) {
+		return syscall.EINTR
+	}
+	return 0
 }
 
 // observe tells the Observer, if any, of a failed operation.

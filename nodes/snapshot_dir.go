@@ -62,7 +62,8 @@ func (d *SnapshotDir) treeDir(ctx context.Context) (*snapshotTree, *treeDir, sys
 
 // Lookup finds a partition directory or a data file. A data file that
 // needs rewriting is materialized here, so that its first stat already
-// reports the exact size.
+// reports the exact size (or, if that fails, the stored size: see
+// DataFile.statSize).
 func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	t, td, errno := d.treeDir(ctx)
 	if errno != 0 {
@@ -87,9 +88,12 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 			f = known // keeps its size: materialize once per node
 		}
 	}
-	if errno := f.fill(ctx, &out.Attr); errno != 0 {
+	timeout, errno := f.fill(ctx, &out.Attr)
+	if errno != 0 {
 		return nil, errno
 	}
+	out.SetEntryTimeout(timeout)
+	out.SetAttrTimeout(timeout)
 	return d.NewInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG, Ino: f.ino()}), 0
 }
 

@@ -51,9 +51,10 @@ type snapRef struct {
 	env     *Env
 	table   Table
 	files   Files
-	name    string    // the table's name in the mount
-	version int64     // the snapshot's version
-	mtime   time.Time // the version's commit time, for its directories
+	name    string      // the table's name in the mount
+	version int64       // the snapshot's version
+	mtime   time.Time   // the version's commit time, for its directories
+	errs    *dataErrors // the table's record of files that failed to serve
 }
 
 // snapshot returns the snapshot, from the table's cache or rebuilt.

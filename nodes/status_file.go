@@ -42,6 +42,11 @@ type TableStatus struct {
 	// @latest stays at Version, which may be stale (for example the table
 	// was deleted or replaced under the mount).
 	RefreshError string `json:"refreshError,omitempty"`
+	// DataErrors counts the opens and reads of data files that failed
+	// (EIO: a missing data or deletion-vector file, unreadable Parquet)
+	// since the mount; RecentDataErrors are the newest, oldest first.
+	DataErrors       int         `json:"dataErrors"`
+	RecentDataErrors []DataError `json:"recentDataErrors,omitempty"`
 	// Inbox is the table's inbox; nil on a read-only mount.
 	Inbox *InboxState `json:"inbox,omitempty"`
 }
@@ -139,6 +144,7 @@ func (d *TableDir) status(ctx context.Context) TableStatus {
 	snap, refused, stale := d.latest, d.refused, d.stale
 	d.mu.Unlock()
 	ts := TableStatus{Name: d.name}
+	ts.DataErrors, ts.RecentDataErrors = d.errs.snapshot()
 	if snap != nil {
 		v, t := snap.Version(), snap.Timestamp()
 		ts.Version, ts.Timestamp = &v, &t

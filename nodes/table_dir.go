@@ -45,7 +45,9 @@ type TableDir struct {
 	table Table
 	files Files
 
-	inbox *inbox // set by EnableInbox before mounting; nil: no inbox/
+	inbox *inbox      // set by EnableInbox before mounting; nil: no inbox/
+	errs  dataErrors  // data files of its snapshots that failed to serve
+	hist  historySize // the size of _history.jsonl, cached
 
 	mu      sync.Mutex
 	latest  *delta.Snapshot // guarded by mu: newest snapshot seen, nil until read
@@ -65,7 +67,7 @@ var (
 // NewTableDir returns the directory of table, shown as name, whose data
 // files are served by files.
 func NewTableDir(env *Env, name string, table Table, files Files) *TableDir {
-	d := &TableDir{env: env, name: name, table: table, files: files}
+	d := &TableDir{env: env, name: name, table: table, files: files, hist: newHistorySize()}
 	d.ro = roNode{env, &d.Inode}
 	return d
 }
@@ -231,7 +233,7 @@ func (d *TableDir) snapshotChild(ctx context.Context, info delta.VersionInfo, ou
 			return ch
 		}
 	}
-	ref := &snapRef{env: d.env, table: d.table, files: d.files, name: d.name, version: info.Version, mtime: info.ModTime}
+	ref := &snapRef{env: d.env, table: d.table, files: d.files, name: d.name, version: info.Version, mtime: info.ModTime, errs: &d.errs}
 	sd := &SnapshotDir{ref: ref}
 	sd.ro = roNode{d.env, &sd.Inode}
 	sd.fill(&out.Attr)

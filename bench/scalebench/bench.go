@@ -51,19 +51,27 @@ func runBench(args []string) error {
 		return err
 	}
 	fmt.Printf("scalebench: size %s, tables under %s, %d trials, load %s\n", size, b.work, b.trials, report.LoadAvg())
-	history, err := b.table("history", scalegen.Spec{Commits: sz.historyCommits, FilesPerCommit: 1, CheckpointEvery: 100,
-		KeepCheckpoints: true, MaxLive: 10_000, ICT: true})
-	if err != nil {
-		return err
+	var history, lastcp, million *genTable
+	var err error
+	if uses(only, "versions", "lslr", "history", "version") {
+		history, err = b.table("history", scalegen.Spec{Commits: sz.historyCommits, FilesPerCommit: 1, CheckpointEvery: 100,
+			KeepCheckpoints: true, MaxLive: 10_000, ICT: true})
+		if err != nil {
+			return err
+		}
 	}
-	lastcp, err := b.table("lastcp", scalegen.Spec{Commits: sz.lastCPCommits, FilesPerCommit: 10, MaxLive: 0, CheckpointEvery: 0})
-	if err != nil {
-		return err
+	if uses(only, "versions-lastcp", "lastcp", "cli") {
+		lastcp, err = b.table("lastcp", scalegen.Spec{Commits: sz.lastCPCommits, FilesPerCommit: 10, MaxLive: 0, CheckpointEvery: 0})
+		if err != nil {
+			return err
+		}
 	}
-	million, err := b.table("million", scalegen.Spec{Commits: sz.millionCommits, FilesPerCommit: 1_000, CheckpointEvery: 100,
-		KeepCheckpoints: true, Partitions: 1_000})
-	if err != nil {
-		return err
+	if uses(only, "find", "many") {
+		million, err = b.table("million", scalegen.Spec{Commits: sz.millionCommits, FilesPerCommit: 1_000, CheckpointEvery: 100,
+			KeepCheckpoints: true, Partitions: 1_000})
+		if err != nil {
+			return err
+		}
 	}
 	steps := []struct {
 		name string
@@ -72,6 +80,7 @@ func runBench(args []string) error {
 		{"versions", func() error { return b.versions(history) }},
 		{"versions-lastcp", func() error { return b.versions(lastcp) }},
 		{"lslr", func() error { return b.lsLR("history", history) }},
+		{"history", func() error { return b.historyStat(history) }},
 		{"version", func() error { return b.oneVersion("history", history, 5) }},
 		{"lastcp", func() error { return b.oneVersion("lastcp", lastcp, 3) }},
 		{"cli", func() error { return b.cliLs(lastcp) }},
@@ -79,7 +88,7 @@ func runBench(args []string) error {
 		{"many", func() error { return b.manyVersions(million, 20) }},
 	}
 	for _, s := range steps {
-		if only != "" && !strings.Contains(","+only+",", ","+s.name+",") {
+		if !uses(only, s.name) {
 			continue
 		}
 		if err := s.run(); err != nil {
@@ -89,6 +98,18 @@ func runBench(args []string) error {
 	report.Print(os.Stdout, b.sections)
 	fmt.Printf("load at the end: %s\n", report.LoadAvg())
 	return nil
+}
+
+// uses says whether DELTAFS_BENCH_ONLY (only, comma-separated; "" is
+// every step) selects one of the steps (the tables a step needs are
+// generated only then).
+func uses(only string, steps ...string) bool {
+	for _, s := range steps {
+		if only == "" || strings.Contains(","+only+",", ","+s+",") {
+			return true
+		}
+	}
+	return false
 }
 
 func envOr(k, def string) string {

@@ -48,12 +48,20 @@ func (s *Store) openLocal(op, key string) (*os.File, os.FileInfo, error) {
 func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
 // statLocal is Stat of a local root.
+// It is one lstat, not an open (a history stats every commit): a
+// symbolic link or anything but a regular file is not an object, as for
+// openLocal.
 func (s *Store) statLocal(key string) (delta.ObjectInfo, error) {
-	f, fi, err := s.openLocal("stat", key)
+	fi, err := os.Lstat(s.localPath(key))
 	if err != nil {
-		return delta.ObjectInfo{}, err
+		return delta.ObjectInfo{}, s.wrap("stat", key, err)
 	}
-	f.Close()
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return delta.ObjectInfo{}, fmt.Errorf("stat %s: %w (a symbolic link, not an object)", s.where.at(key), delta.ErrNotExist)
+	case !fi.Mode().IsRegular():
+		return delta.ObjectInfo{}, fmt.Errorf("stat %s: %w (%s, not a regular file)", s.where.at(key), delta.ErrNotExist, fi.Mode().Type())
+	}
 	return delta.ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
 }
 
