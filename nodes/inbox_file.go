@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -100,20 +103,43 @@ var (
 // newInboxFile creates the staging file of name in d.
 // A staging directory removed under the mount (rm -rf of the cache dir)
 // is made again.
+//
+// The staging file has mode 0666 less the umask (the staging dir, 0700,
+// keeps it private): a local commit hard-links it into the table as the
+// data file, which other users must be able to read.
 func newInboxFile(d *InboxDir, name string) (*InboxFile, error) {
-	tmp, err := os.CreateTemp(d.in.staging, "staged-*.parquet")
+	path, err := createStaged(d.in.staging)
 	if errors.Is(err, os.ErrNotExist) {
 		if mkErr := os.MkdirAll(d.in.staging, 0o700); mkErr != nil {
 			return nil, fmt.Errorf("staging dir %s: %w", d.in.staging, mkErr)
 		}
 		d.in.dir.env.log.Warn("deltafs: inbox staging dir was removed; made it again", "table", d.in.dir.name, "dir", d.in.staging)
-		tmp, err = os.CreateTemp(d.in.staging, "staged-*.parquet")
+		path, err = createStaged(d.in.staging)
 	}
 	if err != nil {
 		return nil, err
 	}
-	tmp.Close()
-	return &InboxFile{in: d.in, dir: d, path: tmp.Name(), name: name, active: time.Now()}, nil
+	return &InboxFile{in: d.in, dir: d, path: path, name: name, active: time.Now()}, nil
+}
+
+// stagedSeq numbers staging files.
+var stagedSeq atomic.Uint64
+
+// createStaged creates a new empty staging file in dir, mode 0666 less
+// the umask (os.CreateTemp's 0600 became the data file's mode).
+func createStaged(dir string) (string, error) {
+	for {
+		p := filepath.Join(dir, "staged-"+strconv.FormatUint(stagedSeq.Add(1), 10)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".parquet")
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		f.Close()
+		return p, nil
+	}
 }
 
 // discard removes the staging file of a file never shown.

@@ -2,6 +2,7 @@ package writeback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -85,16 +86,20 @@ func (c *Committer) upload(ctx context.Context, p *prepared) (*uploaded, error) 
 // commit can reference it.
 func (c *Committer) uploadLocal(p *prepared, f *os.File, dir, key string) (*uploaded, error) {
 	dst := filepath.Join(dir, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return nil, fmt.Errorf("upload %s: %w", p.display, err)
-	}
 	crashPoint(CrashUploading)
-	if p.file.Owned && os.Link(p.file.LocalPath, dst) == nil {
-		if err := syncFileAndDir(f, dst); err != nil {
-			os.Remove(dst)
-			return nil, fmt.Errorf("upload %s to %s: %w", p.display, key, err)
+	var err error
+	if p.file.Owned {
+		// A staged file (created 0666 less the umask: nodes) or a widened
+		// copy (durable.CreateTemp) becomes the data file itself.
+		err = durable.Link(f, p.file.LocalPath, dst)
+	}
+	if !p.file.Owned || (err != nil && !errors.Is(err, os.ErrExist)) {
+		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
+			return nil, fmt.Errorf("upload %s: %w", p.display, serr)
 		}
-	} else if err := copyLocal(f, dst); err != nil {
+		_, err = durable.Write(dst, f, durable.Exclusive)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("upload %s to %s: %w", p.display, key, err)
 	}
 	fi, err := os.Stat(dst)
@@ -105,41 +110,6 @@ func (c *Committer) uploadLocal(p *prepared, f *os.File, dir, key string) (*uplo
 		c.opts.Progress(p.display, fi.Size(), fi.Size())
 	}
 	return &uploaded{prep: p, key: key, logPath: encodeLogPath(key), size: fi.Size(), modTime: fi.ModTime().UnixMilli()}, nil
-}
-
-// copyLocal copies src to a temp file beside dst, syncs it and links it
-// to dst (which must not exist), removing the temp file in every case.
-func copyLocal(src *os.File, dst string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := src.Seek(0, io.SeekStart); err != nil {
-		tmp.Close()
-		return err
-	}
-	_, err = io.Copy(tmp, src) // copy_file_range between two files
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Link(tmp.Name(), dst)
-	}
-	if err == nil {
-		err = durable.SyncDir(filepath.Dir(dst))
-	}
-	return err
-}
-
-func syncFileAndDir(f *os.File, path string) error {
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	return durable.SyncDir(filepath.Dir(path))
 }
 
 // uploadAll uploads every file; on error it removes those already stored.

@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/internal/durable"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -150,7 +151,11 @@ func widenFile(src, dir string, ws []widening, display string) (string, error) {
 	leaf := 0
 	root := replaceLeaves(pf.Schema(), nodes, &leaf)
 	schema := parquet.NewSchema(pf.Schema().Name(), root)
-	out, err := os.CreateTemp(dir, "deltafs-widened-*.parquet")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	// 0666 less the umask: the copy is linked into the table as it is.
+	out, err := durable.CreateTemp(dir, "deltafs-widened-", ".parquet")
 	if err != nil {
 		return "", fmt.Errorf("widen %s: %w", display, err)
 	}

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/gcerrors"
@@ -430,48 +429,33 @@ func (s *Store) upload(ctx context.Context, key string, r io.Reader, opts *blob.
 	return s.bucket.Upload(ctx, s.prefix+key, r, opts)
 }
 
-// linkIfAbsent writes a temp file beside the target, fsyncs it and links it
-// into place: link(2) fails with EEXIST atomically when the target exists.
+// linkIfAbsent writes the commit through durable.Write: a temp file
+// beside the target, fsynced and linked into place (link(2) fails with
+// EEXIST atomically when the target exists), its directory fsynced.
 func (s *Store) linkIfAbsent(key string, data []byte) error {
 	final := filepath.Join(s.local, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return s.wrap("put-if-absent", key, err)
-	}
-	tmp := filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+"."+uuid.NewString()+".tmp")
-	if err := writeSynced(tmp, data); err != nil {
-		os.Remove(tmp)
-		return s.wrap("put-if-absent", key, err)
-	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, final); err != nil {
-		if errors.Is(err, os.ErrExist) {
+	if _, err := durable.Write(final, bytes.NewReader(data), durable.Exclusive); err != nil {
+		if errors.Is(err, durable.ErrExists) {
 			return fmt.Errorf("put-if-absent %s: %w", s.where.at(key), delta.ErrExists)
 		}
 		return s.wrap("put-if-absent", key, err)
 	}
-	return durable.SyncDir(filepath.Dir(final))
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
 
 // Put implements delta.Storage.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 	if err := s.CheckKey(key); err != nil {
 		return fmt.Errorf("put: %w", err)
+	}
+	if s.local != "" {
+		// Not fileblob's Put: it renames a temp file into place without an
+		// fsync, so a checkpoint or _last_checkpoint could be empty after a
+		// power loss, and its mode ignores the umask.
+		if _, err := durable.Write(filepath.Join(s.local, filepath.FromSlash(key)), r, durable.Replace); err != nil {
+			return s.wrap("put", key, err)
+		}
+		return nil
 	}
 	if err := s.upload(ctx, key, r, &blob.WriterOptions{ContentType: contentType(key)}); err != nil {
 		return s.wrap("put", key, err)
