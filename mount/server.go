@@ -241,6 +241,9 @@ func (s *Server) Wait() {
 		<-s.loopDone
 		s.cache.Close()
 		closeTables(s.tables)
+		for _, d := range s.dirs {
+			d.LogDropped()
+		}
 		s.removeStaging()
 		close(s.waited)
 	})

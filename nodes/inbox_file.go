@@ -78,6 +78,9 @@ type InboxFile struct {
 	// against the mount's staging budget until the file leaves.
 	staged   int64 // guarded by mu
 	writeErr error // guarded by mu: the first failed write or truncate, which makes the file incomplete
+	// noted is the active time a "staged" line was written for (a
+	// temporary's close: inbox_staged.go).
+	noted time.Time // guarded by mu
 }
 
 // fileState is where a staged file is in its life.
@@ -419,7 +422,11 @@ func (f *InboxFile) commit(ctx context.Context) syscall.Errno {
 		return f.errno
 	}
 	if f.temporaryLocked() {
+		e, ok := f.stagedNoteLocked()
 		f.mu.Unlock()
+		if ok {
+			f.in.noteStaged(e)
+		}
 		return 0 // staged until renamed to a final name (inbox_rename.go)
 	}
 	st, err := os.Stat(f.path)

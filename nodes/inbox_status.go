@@ -17,7 +17,9 @@ import (
 
 // StatusEvent is one line of inbox/_status.jsonl: the outcome of a staged
 // file or a batch (Op "commit", by close() or rename()), a refused
-// create, mkdir or rename, or a stale staged file removed (Op "expire").
+// create, mkdir or rename, a temporary staged at its close (Op "staged":
+// how it commits, when it expires), or a stale staged file removed (Op
+// "expire").
 // A commit that landed has Version; a refusal has Error and the Errno
 // close() (or the operation) returned. A file refused by close() is
 // removed; one refused by rename() stays under its temporary name From
@@ -32,6 +34,10 @@ type StatusEvent struct {
 	Version *int64    `json:"version,omitempty"`
 	Error   string    `json:"error,omitempty"`
 	Errno   string    `json:"errno,omitempty"`
+	// Note says, for a staged temporary (Op "staged"), how it commits;
+	// Expires is when it is removed uncommitted if left idle.
+	Note    string     `json:"note,omitempty"`
+	Expires *time.Time `json:"expires,omitempty"`
 }
 
 // statusLog keeps every event of one inbox for as long as the mount
@@ -75,7 +81,7 @@ func (l *statusLog) add(e StatusEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case e.Op == "expire": // a stale staged file removed: neither
+	case e.Op == "expire", e.Op == "staged": // a stale staged file removed, a temporary kept: neither
 	case e.Error == "":
 		l.commits++
 	default:
