@@ -63,6 +63,10 @@ type inbox struct {
 	// staleAfter: staged files idle this long are removed (SweepInbox); <= 0 never.
 	staleAfter time.Duration
 	lastSweep  time.Time // guarded by mu
+	// lastRefusal is the last refused rename, so that the same rename
+	// refused again at once (mv retries a refused renameat2 without its
+	// flags) is one line and one count (inbox_rename.go).
+	lastRefusal renameRefusal // guarded by mu
 }
 
 // EnableInbox gives the table directory an inbox/ whose files are staged

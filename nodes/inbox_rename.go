@@ -209,12 +209,46 @@ func keepOnRefusal(err error) bool {
 
 // refuseRename records a refused rename of from to rel (paths under
 // inbox/) and returns its errno.
+// The same rename refused for the same reason again within
+// repeatRefusalWindow is not recorded twice: coreutils mv retries a
+// renameat2 refused with EINVAL as a plain rename.
 func (in *inbox) refuseRename(rel, from string, err error) syscall.Errno {
+	r := renameRefusal{rel: rel, from: from, reason: err.Error(), at: time.Now()}
+	if errno, ok := in.repeatedRefusal(r); ok {
+		return errno
+	}
 	errno := in.dir.env.inboxErrno("rename", err, "table", in.dir.name, "file", rel, "from", from)
 	if errno != syscall.EINTR {
-		in.status.add(StatusEvent{Op: "rename", File: rel, From: from, Error: err.Error(), Errno: ErrnoName(errno)})
+		in.status.add(StatusEvent{Op: "rename", File: rel, From: from, Error: r.reason, Errno: ErrnoName(errno)})
+		r.errno = errno
+		in.mu.Lock()
+		in.lastRefusal = r
+		in.mu.Unlock()
 	}
 	return errno
+}
+
+// repeatRefusalWindow is how soon a repeated refused rename counts as
+// the same one.
+const repeatRefusalWindow = 2 * time.Second
+
+// renameRefusal is a refused rename of from to rel, for the reason.
+type renameRefusal struct {
+	rel, from, reason string
+	errno             syscall.Errno
+	at                time.Time
+}
+
+// repeatedRefusal returns the errno of the last refusal when r repeats
+// it at once.
+func (in *inbox) repeatedRefusal(r renameRefusal) (syscall.Errno, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	last := in.lastRefusal
+	if last.errno == 0 || last.rel != r.rel || last.from != r.from || last.reason != r.reason || r.at.Sub(last.at) > repeatRefusalWindow {
+		return 0, false
+	}
+	return last.errno, true
 }
 
 // restage puts a file whose commit was refused back to staged.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestInboxTemporaryNotCommitted: close, fsync and release of a file
@@ -117,5 +119,32 @@ func TestInboxBatchBusy(t *testing.T) {
 	}
 	if names := names(t, inbox); len(names) != 1 || names[0] != InboxStatusName {
 		t.Errorf("inbox lists %v after the batch", names)
+	}
+}
+
+// TestInboxRefusedRenameRetriedOnce: coreutils mv retries a renameat2
+// refused with EINVAL as a plain rename; the same refusal at once is one
+// status line and one count, and both calls get EINVAL.
+func TestInboxRefusedRenameRetriedOnce(t *testing.T) {
+	inbox, _ := mountInbox(t, &fakeWriter{})
+	tmp := filepath.Join(inbox, "bad.part")
+	if err := os.WriteFile(tmp, []byte("not parquet at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	final := filepath.Join(inbox, "bad.parquet")
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, final, unix.RENAME_NOREPLACE); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("renameat2 NOREPLACE: %v, want EINVAL", err)
+	}
+	if err := os.Rename(tmp, final); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("rename: %v, want EINVAL", err)
+	}
+	var renames []StatusEvent
+	for _, e := range statusEvents(t, inbox) {
+		if e.Op == "rename" {
+			renames = append(renames, e)
+		}
+	}
+	if len(renames) != 1 || renames[0].File != "bad.parquet" || renames[0].From != "bad.part" {
+		t.Errorf("rename status lines %+v, want one for bad.part -> bad.parquet", renames)
 	}
 }

@@ -20,9 +20,15 @@ const envDaemonChild = "DELTAFS_DAEMON_CHILD"
 // isDaemonChild reports whether this process is a --daemon child.
 func isDaemonChild() bool { return os.Getenv(envDaemonChild) == "1" }
 
+// pidOnStdout: --daemon prints the background process's pid on stdout
+// (for scripts); the fstab helper does not, as mount(8) helpers print
+// nothing there.
+var pidOnStdout = true
+
 // daemonize runs `deltafs mount args...` again as a detached process
 // (new session, stdin from /dev/null, output to logFile or discarded),
-// waits until it reports the mount ready or failed, and prints its pid.
+// waits until it reports the mount ready or failed, and prints its pid
+// (pidOnStdout).
 // It returns nil only once the mount is served.
 func daemonize(args []string, logFile string) error {
 	exe, err := os.Executable()
@@ -51,7 +57,9 @@ func daemonize(args []string, logFile string) error {
 	msg, _ := bufio.NewReader(r).ReadString('\n')
 	msg = strings.TrimSpace(msg)
 	if msg == "ready" {
-		fmt.Println(cmd.Process.Pid)
+		if pidOnStdout {
+			fmt.Println(cmd.Process.Pid)
+		}
 		fmt.Fprintf(os.Stderr, "deltafs: mounted in the background (pid %d)\n", cmd.Process.Pid)
 		return cmd.Process.Release()
 	}

@@ -37,6 +37,7 @@ func runFstab(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "usage: %s SOURCE MOUNTPOINT -o OPTIONS (see 'deltafs mount --help')\n", fstabHelperName)
 		return 1
 	}
+	pidOnStdout = false
 	if err := runMount(ctx, margs); err != nil {
 		if err != errUsage {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", fstabHelperName, err)

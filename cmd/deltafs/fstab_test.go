@@ -66,14 +66,21 @@ func TestFstabHelperMountsAndUnmounts(t *testing.T) {
 	}
 	mnt, logFile := filepath.Join(dir, "mnt"), filepath.Join(dir, "deltafs.log")
 	os.Mkdir(mnt, 0o755)
-	out, err := exec.Command(helper, "basic="+table, mnt, "-n", "-o",
-		"ro,_netdev,nofail,cache_dir="+filepath.Join(dir, "cache")+",log_file="+logFile).Output()
+	cmd := exec.Command(helper, "basic="+table, mnt, "-n", "-o",
+		"ro,_netdev,nofail,cache_dir="+filepath.Join(dir, "cache")+",log_file="+logFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("helper: %v: %s", err, stderrOf(err))
+		t.Fatalf("helper: %v: %s", err, stderr.String())
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if len(out) != 0 {
+		t.Errorf("helper printed %q on stdout, want nothing (mount(8) helpers print nothing there)", out)
+	}
+	_, after, _ := strings.Cut(stderr.String(), "(pid ")
+	pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(after), ")"))
 	if err != nil {
-		t.Fatalf("helper printed %q, want the pid", out)
+		t.Fatalf("helper's stderr %q does not give the pid", stderr.String())
 	}
 	unmounted := false
 	t.Cleanup(func() {

@@ -33,14 +33,30 @@ func runHistory(ctx context.Context, args []string) error {
 	}
 	defer closeFn()
 	each := func(emit func(delta.CommitSummary) error) error { return t.HistoryEach(ctx, 0, -1, emit) }
-	return printStream(*asJSON, each, func(w io.Writer, each func(func(delta.CommitSummary) error) error) error {
-		// Columns are padded to fixed widths rather than aligned over the
-		// whole output, so that a history of 1,000,000 versions prints as
-		// it is read.
-		fmt.Fprintf(w, "%-8s  %-30s  %-20s  %s\n", "VERSION", "TIMESTAMP", "OPERATION", "ENGINE")
-		return each(func(h delta.CommitSummary) error {
-			_, err := fmt.Fprintf(w, "%-8d  %-30s  %-20s  %s\n", h.Version, h.Timestamp.Format(time.RFC3339Nano), h.Operation, h.EngineInfo)
-			return err
-		})
+	return printStream(*asJSON, each, printHistory)
+}
+
+// historyOpWidth fits Delta's longest operation names ("CREATE OR REPLACE
+// TABLE AS SELECT"); a longer one shifts only its own line's last column.
+const historyOpWidth = 34
+
+// printHistory prints the human table. Columns are padded to fixed widths
+// rather than aligned over the whole output, so that a history of
+// 1,000,000 versions prints as it is read; the header goes out with the
+// first line, so that a table that cannot be read prints only the error.
+func printHistory(w io.Writer, each func(func(delta.CommitSummary) error) error) error {
+	const format = "%-8v  %-30s  %-*s  %s\n"
+	header := func() { fmt.Fprintf(w, format, "VERSION", "TIMESTAMP", historyOpWidth, "OPERATION", "ENGINE") }
+	lines := 0
+	err := each(func(h delta.CommitSummary) error {
+		if lines++; lines == 1 {
+			header()
+		}
+		_, err := fmt.Fprintf(w, format, h.Version, h.Timestamp.Format(time.RFC3339Nano), historyOpWidth, h.Operation, h.EngineInfo)
+		return err
 	})
+	if err == nil && lines == 0 {
+		header()
+	}
+	return err
 }

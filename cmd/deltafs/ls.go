@@ -142,8 +142,13 @@ func printLs(w io.Writer, snap *delta.Snapshot, served servedSizer, each func(fu
 	if served == nil {
 		header = "STORED"
 	}
-	fmt.Fprintf(w, "%14s  %12s  %10s  %s\n", header, "ROWS", "DELETED", "PATH")
+	// The header goes out with the first line, so that a table that
+	// fails on its first file prints only the error.
+	printHeader := func() { fmt.Fprintf(w, "%14s  %12s  %10s  %s\n", header, "ROWS", "DELETED", "PATH") }
 	err := each(func(e lsEntry) error {
+		if files == 0 {
+			printHeader()
+		}
 		n := e.Size
 		if served != nil {
 			n = e.ServedSize
@@ -154,6 +159,9 @@ func printLs(w io.Writer, snap *delta.Snapshot, served servedSizer, each func(fu
 	})
 	if err != nil {
 		return err
+	}
+	if files == 0 {
+		printHeader()
 	}
 	if served == nil {
 		_, err = fmt.Fprintf(w, "version %d: %d files, %d rows, %d bytes stored\n", snap.Version(), files, rows, stored)

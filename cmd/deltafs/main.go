@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,9 +104,10 @@ func run(ctx context.Context, args []string) int {
 				if err == errHelp {
 					return 0
 				}
-				if err != errUsage {
-					fmt.Fprintf(os.Stderr, "deltafs %s: %v\n", c.name, err)
+				if errors.Is(err, errUsage) {
+					return 2 // what is wrong is printed, with the usage
 				}
+				fmt.Fprintf(os.Stderr, "deltafs %s: %v\n", c.name, err)
 				return 1
 			}
 			return 0

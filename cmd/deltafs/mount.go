@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -202,26 +204,31 @@ func serveMount(ctx context.Context, cfg mount.Config, f *mountFlags) (err error
 		stopFollow := followSnapshotMemory(base, func() int64 { u := srv.SnapshotCacheUsage(); return u.StateBytes + u.CommitBytes })
 		defer stopFollow()
 	}
-	for name, reason := range srv.Refused() {
-		fmt.Fprintf(out, "deltafs: table %s refused: %v\n", name, reason)
-	}
-	fmt.Fprintf(out, "deltafs: mounted %s at %s\n", tablesCount(len(srv.Tables())), cfg.Mountpoint)
+	fmt.Fprintln(out, mountedLine(cfg.Mountpoint, len(srv.Tables()), srv.Refused()))
 	notifyReady(nil)
 	go func() {
 		<-ctx.Done()
 		notifyStopping()
 		if err := srv.Unmount(); err != nil {
 			// Files are still open: detach now, the kernel finishes the
-			// unmount when the last one is closed.
-			fmt.Fprintf(out, "deltafs: %v; detaching\n", err)
-			if err := unmountPath(cfg.Mountpoint, true); err != nil {
-				fmt.Fprintf(out, "deltafs: detach %s: %v\n", cfg.Mountpoint, err)
+			// unmount when the last one is closed. One line: the helper's
+			// own error (fusermount3 prints three) says no more.
+			if derr := unmountPath(cfg.Mountpoint, true); derr != nil {
+				fmt.Fprintf(out, "deltafs: unmount %s: %v; detach: %v\n", cfg.Mountpoint, firstLine(err), derr)
+				return
 			}
+			fmt.Fprintf(out, "deltafs: %s busy; detached lazily, exiting when files close\n", cfg.Mountpoint)
 		}
 	}()
 	srv.Wait()
 	fmt.Fprintf(out, "deltafs: unmounted %s\n", cfg.Mountpoint)
 	return nil
+}
+
+// firstLine is the first line of err's text.
+func firstLine(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
 }
 
 // parseSource splits [NAME=]URL. The text before the first '=' is a name
@@ -323,6 +330,22 @@ func parseUmask(s string) (uint32, error) {
 }
 
 // tablesCount says "1 table", "3 tables".
+// mountedLine is the one line that says the mount is up: how many
+// tables, and which were refused (their reasons are logged once, by the
+// mount, and kept in each one's _deltafs_error.txt).
+func mountedLine(mnt string, tables int, refused map[string]error) string {
+	if len(refused) == 0 {
+		return fmt.Sprintf("deltafs: mounted %s at %s", tablesCount(tables), mnt)
+	}
+	names := make([]string, 0, len(refused))
+	for name := range refused {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("deltafs: mounted %d of %s at %s; refused: %s (why: %s)", tables-len(refused), tablesCount(tables), mnt,
+		strings.Join(names, ", "), filepath.Join(mnt, names[0], "_deltafs_error.txt"))
+}
+
 func tablesCount(n int) string {
 	if n == 1 {
 		return "1 table"

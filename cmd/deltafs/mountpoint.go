@@ -53,8 +53,12 @@ func checkMountpoint(dir string) error {
 	return nil
 }
 
-// checkUnmount refuses to unmount dir unless it is a deltafs mount point.
+// checkUnmount refuses to unmount dir unless it is a deltafs mount point
+// (a path that does not exist says so, not "not mounted").
 func checkUnmount(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("unmount %s: does not exist", dir)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -70,4 +74,26 @@ func checkUnmount(dir string) error {
 		return fmt.Errorf("unmount %s: it is a %s mount, not deltafs: refusing (use umount for it)", dir, m.fstype)
 	}
 	return nil
+}
+
+// checkNotInMount refuses a table location that is a path inside a
+// deltafs mount (MOUNT/t/@v3): ls and history read a table's source, and
+// what the mount shows is not a Delta table.
+func checkNotInMount(location string) error {
+	abs, err := filepath.Abs(location)
+	if err != nil {
+		return nil // not a local path: a URL
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			m, err := mountOf(p)
+			if err == nil && m.found && m.fstype == deltafsType {
+				return fmt.Errorf("%s is a path inside a deltafs mount (at %s): use the table's source", location, m.point)
+			}
+			return nil
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }

@@ -83,6 +83,11 @@ func splitSpec(arg string) (location, spec string) {
 
 // openTable opens the table at a path or URL.
 func openTable(ctx context.Context, location string) (*delta.Table, func(), error) {
+	if !strings.Contains(location, "://") {
+		if err := checkNotInMount(location); err != nil {
+			return nil, nil, err
+		}
+	}
 	st, err := blobstore.Open(ctx, location)
 	if err != nil {
 		return nil, nil, err
