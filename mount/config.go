@@ -79,6 +79,12 @@ type Config struct {
 	// idle before it is removed (default DefaultInboxStaleAfter,
 	// 1h; negative: never). See nodes.TableDir.SweepInbox.
 	InboxStaleAfter time.Duration
+	// CommitTimeout caps the wait of an inbox close() or rename() for its
+	// commit, uploads and retries included (default DefaultCommitTimeout);
+	// past it the answer is EIO with the reason in _status.jsonl. Every
+	// storage request also has its own deadline (blobstore's request
+	// timeout).
+	CommitTimeout time.Duration
 	// EngineInfo is the commitInfo.engineInfo of inbox commits (default
 	// "deltafs"; the CLI sets "deltafs/<version>").
 	EngineInfo string
@@ -89,6 +95,7 @@ const (
 	DefaultCacheSize       = 10 << 30
 	DefaultRefresh         = time.Second
 	DefaultInboxStaleAfter = nodes.DefaultInboxStaleAfter
+	DefaultCommitTimeout   = nodes.DefaultCommitTimeout
 )
 
 // withDefaults returns cfg with zero fields filled in, or an error for a

@@ -50,7 +50,7 @@ func (s *Server) enableInboxes() (string, error) {
 			return "", fmt.Errorf("inbox staging: %w", err)
 		}
 		c := writeback.New(s.tables[i].table, s.stats.committerHooks(s.tables[i].name,
-			writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger, TempDir: widenDir}))
+			writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger, TempDir: widenDir, CommitTimeout: s.cfg.CommitTimeout}))
 		d.EnableInbox(inboxWriter{c: c, refuse: s.probeAtomicPut(s.tables[i])}, tdir)
 	}
 	return dir, nil

@@ -103,6 +103,7 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 		Observer:        s.stats,
 		Staging:         stagingBudget{s.cache},
 		InboxStaleAfter: s.cfg.InboxStaleAfter,
+		CommitTimeout:   s.cfg.CommitTimeout,
 	})
 	for _, t := range s.tables {
 		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization})

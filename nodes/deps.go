@@ -84,10 +84,17 @@ type Options struct {
 	// empty scratch directory (SweepInbox). Zero means
 	// DefaultInboxStaleAfter; negative never.
 	InboxStaleAfter time.Duration
+	// CommitTimeout caps the wait of a close() or rename() for its commit
+	// (zero means DefaultCommitTimeout): past it the answer is EIO, the
+	// reason in _status.jsonl (the outcome may be unknown).
+	CommitTimeout time.Duration
 }
 
 // DefaultInboxStaleAfter is the default Options.InboxStaleAfter.
 const DefaultInboxStaleAfter = time.Hour
+
+// DefaultCommitTimeout is the default of Options.CommitTimeout.
+const DefaultCommitTimeout = 5 * time.Minute
 
 // Budget is a bound on local disk bytes shared with others (the mount wires the
 // disk cache's, so staged inbox files and cached files share
@@ -170,6 +177,9 @@ func NewEnv(opts Options) *Env {
 	}
 	if opts.LongTimeout <= 0 {
 		opts.LongTimeout = time.Hour
+	}
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = DefaultCommitTimeout
 	}
 	if opts.InboxStaleAfter == 0 {
 		opts.InboxStaleAfter = DefaultInboxStaleAfter

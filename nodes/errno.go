@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"syscall"
 
@@ -121,6 +122,10 @@ func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
 		e.log.Warn("deltafs: inbox "+op+" refused", append(attrs, "err", err.Error())...)
 		e.observe("inbox "+op, syscall.EROFS, true)
 		return syscall.EROFS
+	case errors.Is(err, ErrCommitUnfinished):
+		e.logFailure("inbox "+op, err, attrs)
+		e.observe("inbox "+op, syscall.EIO, false)
+		return syscall.EIO
 	case cancelled(err):
 		return syscall.EINTR
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
@@ -136,6 +141,21 @@ func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
 		e.observe("inbox "+op, syscall.EIO, false)
 		return syscall.EIO
 	}
+}
+
+// ErrCommitUnfinished marks a commit whose wait ended (its deadline
+// passed, or the store went away) before it finished: close() and
+// rename() return EIO, never EINTR, and the reason goes to
+// _status.jsonl (the version may or may not exist).
+var ErrCommitUnfinished = errors.New("the commit did not finish in time; its outcome may be unknown (see _history.jsonl)")
+
+// commitError is err of a commit, marked ErrCommitUnfinished when it
+// wraps a cancellation: a commit path never answers EINTR.
+func commitError(err error) error {
+	if err != nil && cancelled(err) && !errors.Is(err, ErrCommitUnfinished) {
+		return fmt.Errorf("%w: %w", ErrCommitUnfinished, err)
+	}
+	return err
 }
 
 // ErrnoName is the symbolic name of an errno ("EIO"), as _status.jsonl

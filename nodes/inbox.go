@@ -126,6 +126,9 @@ func (in *inbox) writable(ctx context.Context) error {
 // refuse records a refused operation on rel (a path under inbox/) in the
 // status file and returns its errno.
 func (in *inbox) refuse(op, rel string, err error) syscall.Errno {
+	if op == "commit" {
+		err = commitError(err)
+	}
 	errno := in.dir.env.inboxErrno(op, err, "table", in.dir.name, "file", rel)
 	if errno != syscall.EINTR {
 		in.status.add(StatusEvent{Op: op, File: rel, Error: err.Error(), Errno: ErrnoName(errno)})
@@ -277,7 +280,8 @@ func (in *inbox) drop(f *InboxFile, notify bool) {
 // without the caller's cancellation: an interrupted close() must not
 // abandon a commit half way.
 func (in *inbox) commit(ctx context.Context, f *InboxFile, rel string, sf StagedFile, size int64) syscall.Errno {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := in.commitContext(ctx)
+	defer cancel()
 	start := time.Now()
 	v, err := in.writer.Append(ctx, []StagedFile{sf})
 	in.drop(f, true)
@@ -286,6 +290,15 @@ func (in *inbox) commit(ctx context.Context, f *InboxFile, rel string, sf Staged
 	}
 	in.published(ctx, StatusEvent{Op: "commit", File: rel, Bytes: size, Version: &v}, start)
 	return 0
+}
+
+// commitContext is the context of a commit a close() or rename() waits
+// for: the caller's interruption does not abandon it half way (a signal
+// must not leave the outcome unknown), but it ends after
+// Options.CommitTimeout: a dead store never hangs the caller. Cancel it
+// when the commit returns.
+func (in *inbox) commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), in.dir.env.Opts.CommitTimeout)
 }
 
 // published records the commit e (of a file or a batch), and makes

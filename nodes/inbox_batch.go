@@ -97,7 +97,9 @@ func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, n
 		return in.refuseRename(rel, from, errors.Join(b.errs...))
 	}
 	start := time.Now()
-	v, err := in.writer.Append(context.WithoutCancel(ctx), sfs)
+	cctx, cancel := in.commitContext(ctx)
+	defer cancel()
+	v, err := in.writer.Append(cctx, sfs)
 	if err != nil && keepOnRefusal(err) {
 		b.unlock()
 		return in.refuseRename(rel, from, err)

@@ -180,7 +180,9 @@ func (in *inbox) renameFile(ctx context.Context, f *InboxFile, dst *InboxDir, na
 
 	sf := StagedFile{LocalPath: f.path, Name: rel, PartitionValues: dst.parts}
 	start := time.Now()
-	v, err := in.writer.Append(context.WithoutCancel(ctx), []StagedFile{sf})
+	cctx, cancel := in.commitContext(ctx)
+	defer cancel()
+	v, err := in.writer.Append(cctx, []StagedFile{sf})
 	if err == nil {
 		f.mu.Lock()
 		f.renamedAway = true
@@ -213,6 +215,7 @@ func keepOnRefusal(err error) bool {
 // repeatRefusalWindow is not recorded twice: coreutils mv retries a
 // renameat2 refused with EINVAL as a plain rename.
 func (in *inbox) refuseRename(rel, from string, err error) syscall.Errno {
+	err = commitError(err)
 	r := renameRefusal{rel: rel, from: from, reason: err.Error(), at: time.Now()}
 	if errno, ok := in.repeatedRefusal(r); ok {
 		return errno

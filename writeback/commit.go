@@ -39,10 +39,36 @@ type txn struct {
 // carries the same txnId, and a failed put whose outcome is unknown is
 // resolved by reading the log before retrying. On failure the uploaded
 // data files are removed unless the commit may have landed.
+//
+// The whole call is bounded by Options.CommitTimeout (see capped).
 func (c *Committer) Append(ctx context.Context, files []File) (Result, error) {
 	if len(files) == 0 {
 		return Result{}, invalidf("no files to append")
 	}
+	ctx, cancel := context.WithTimeoutCause(ctx, c.opts.CommitTimeout, ErrCommitTimeout)
+	defer cancel()
+	var tx *txn
+	res, err := c.appendCapped(ctx, files, &tx)
+	if err != nil && errors.Is(context.Cause(ctx), ErrCommitTimeout) {
+		return Result{}, c.timedOut(tx, err)
+	}
+	return res, err
+}
+
+// timedOut is the error of an Append that hit the commit timeout: it
+// says whether the commit may have landed (a put of it had an unknown
+// outcome), since a caller must then not simply retry.
+func (c *Committer) timedOut(tx *txn, err error) error {
+	if tx != nil && tx.maybeLanded {
+		return fmt.Errorf("%w (%v): its outcome is unknown, the version may exist (look for commitInfo.txnId %s in the log before retrying): %w",
+			ErrCommitTimeout, c.opts.CommitTimeout, tx.id, err)
+	}
+	return fmt.Errorf("%w (%v): nothing was committed: %w", ErrCommitTimeout, c.opts.CommitTimeout, err)
+}
+
+// appendCapped is Append under its timeout; *txp is set once a commit
+// attempt is under way.
+func (c *Committer) appendCapped(ctx context.Context, files []File, txp **txn) (Result, error) {
 	crashPoint(CrashStaged)
 	snap, err := c.table.Latest(ctx)
 	if err != nil {
@@ -62,6 +88,7 @@ func (c *Committer) Append(ctx context.Context, files []File) (Result, error) {
 	}
 	crashPoint(CrashUploaded)
 	tx := &txn{id: uuid.NewString(), ups: ups, start: time.Now()}
+	*txp = tx
 	c.commitMu.Lock()
 	if latest, err := c.table.Latest(ctx); err == nil && latest.Version() > snap.Version() {
 		// Build on the newest state: a commit of this process may have

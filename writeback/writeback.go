@@ -55,6 +55,13 @@ var (
 // defaultMaxRetry bounds the time spent losing commit races.
 const defaultMaxRetry = 30 * time.Second
 
+// DefaultCommitTimeout is the default of Options.CommitTimeout.
+const DefaultCommitTimeout = 5 * time.Minute
+
+// ErrCommitTimeout is the cause of an Append that hit
+// Options.CommitTimeout. Its outcome may be unknown (the error says).
+var ErrCommitTimeout = errors.New("the commit did not finish within the commit timeout")
+
 // Options tunes a Committer. Zero values take the defaults.
 type Options struct {
 	// EngineInfo is written as commitInfo.engineInfo, e.g. "deltafs/0.1.0".
@@ -74,6 +81,12 @@ type Options struct {
 	// OnCommit, when set, is called with each version this Committer
 	// committed, once its commit exists (metrics).
 	OnCommit func(version int64)
+	// CommitTimeout caps one Append, uploads and retries included
+	// (default DefaultCommitTimeout): past it the error wraps
+	// ErrCommitTimeout and says whether the commit may have landed.
+	// Each storage request has its own, shorter deadline (the store's
+	// request timeout); this bounds the whole.
+	CommitTimeout time.Duration
 	// OnConflict, when set, is called with each version this Committer
 	// tried to commit and lost to another writer (it then retries on the
 	// next one).
@@ -100,6 +113,9 @@ type Committer struct {
 func New(table *delta.Table, opts Options) *Committer {
 	if opts.MaxRetry <= 0 {
 		opts.MaxRetry = defaultMaxRetry
+	}
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = DefaultCommitTimeout
 	}
 	if opts.EngineInfo == "" {
 		opts.EngineInfo = "deltafs"

@@ -58,7 +58,7 @@ type mountFlags struct {
 	uid, gid                                                                 uint
 	cacheDir, cacheSize, memoryCacheSize, snapshotCache, logLevel, umask     string
 	configFile, logFile, metricsAddr                                         string
-	refresh, inboxStaleAfter                                                 time.Duration
+	refresh, inboxStaleAfter, commitTimeout                                  time.Duration
 }
 
 func runMount(ctx context.Context, args []string) error {
@@ -106,6 +106,8 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	flags.Var(checkedString{&f.cacheSize, func(s string) error { _, err := parseSize(s); return err }},
 		"cache-size", "disk cache bound in bytes (`SIZE`: 10G, 512M, ...)")
 	flags.DurationVar(&f.refresh, "refresh", mount.DefaultRefresh, "how often @latest looks for new commits")
+	flags.DurationVar(&f.commitTimeout, "commit-timeout", mount.DefaultCommitTimeout,
+		"longest wait of an inbox close() or rename() for its commit, uploads included (`DURATION`); past it the answer is EIO, the reason in inbox/_status.jsonl")
 	flags.DurationVar(&f.inboxStaleAfter, "inbox-stale-after", mount.DefaultInboxStaleAfter,
 		"remove staged inbox files never committed (temporary names not renamed, empty files) after this `DURATION` without a write; 0: never")
 	f.logLevel = "info"
@@ -173,6 +175,7 @@ func (f *mountFlags) config(sources []mount.Source, mountpoint string) (mount.Co
 		Debug:           f.debug,
 		EngineInfo:      "deltafs/" + buildVersion().Version,
 		InboxStaleAfter: staleAfter(f.inboxStaleAfter),
+		CommitTimeout:   f.commitTimeout,
 	}, nil
 }
 

@@ -457,10 +457,33 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 		}
 		return nil
 	}
-	if err := s.upload(ctx, key, r, &blob.WriterOptions{ContentType: contentType(key)}); err != nil {
-		return s.wrap("put", key, err)
+	// The request timeout bounds each wait for the store: the clock runs
+	// while the SDK is not pulling body bytes (sending them, or waiting
+	// for the answer after the last one) and stops while our body reads
+	// (a local file, a footer rewrite): a PUT the store accepts and never
+	// answers fails with ErrTimeout instead of hanging until TCP gives up.
+	g := s.newGuard(ctx)
+	defer g.done()
+	g.arm()
+	err := s.upload(g.ctx, key, &guardedBody{r: r, g: g}, &blob.WriterOptions{ContentType: contentType(key)})
+	if err != nil {
+		return s.wrap("put", key, g.check(err))
 	}
 	return nil
+}
+
+// guardedBody is the body of a Put: the guard's clock stops during each
+// Read of it (our side) and restarts after (the store's side).
+type guardedBody struct {
+	r io.Reader
+	g *guard
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	b.g.disarm()
+	n, err := b.r.Read(p)
+	b.g.arm()
+	return n, err
 }
 
 // Delete implements delta.Storage.
