@@ -23,19 +23,16 @@ import (
 	"github.com/deltafs/deltafs/internal/testenv"
 )
 
-// binDir holds the deltafs binary built for this test run; TestMain
-// creates and removes it.
+// binDir holds the deltafs binary built for this test run: made on first
+// use (a child process running this test binary, killed by its test,
+// never makes one to leave behind) and removed by TestMain.
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "deltafs-integration-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "integration: temp dir for the binary:", err)
-		os.Exit(1)
-	}
-	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 
@@ -49,8 +46,14 @@ var (
 // unless DELTAFS_CRASHPOINT is set), and returns the binary's path.
 func deltafsBin(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(binDir, "deltafs")
 	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "deltafs-integration-bin-")
+		if err != nil {
+			buildErr = fmt.Errorf("temp dir for the binary: %w", err)
+			return
+		}
+		binDir = dir
+		bin := filepath.Join(binDir, "deltafs")
 		cmd := exec.Command("go", "build", "-tags", "deltafs_crashpoints", "-o", bin, "github.com/deltafs/deltafs/cmd/deltafs")
 		cmd.Dir = testenv.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -60,7 +63,7 @@ func deltafsBin(t testing.TB) string {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return bin
+	return filepath.Join(binDir, "deltafs")
 }
 
 // procMount is a `deltafs mount` process serving one mountpoint.

@@ -70,7 +70,9 @@ func TestCrashPointKills(t *testing.T) {
 			dir := testenv.CopyFixture(t, "dat/basic_append")
 			v := latest(t, dir).Version()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashPointKills$")
-			cmd.Env = append(os.Environ(), crashHelperEnv+"="+dir, EnvCrashPoint+"="+c.point)
+			// The child dies by SIGKILL before its t.TempDir cleanup runs:
+			// its temp dirs go under one of ours, removed with it.
+			cmd.Env = append(os.Environ(), crashHelperEnv+"="+dir, EnvCrashPoint+"="+c.point, "TMPDIR="+t.TempDir())
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
