@@ -24,8 +24,14 @@ MODEL_STEPS  ?= 60
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
 
-build: ## build bin/deltafs
-	$(GO) build -o bin/deltafs ./cmd/deltafs
+# The version and commit make dist stamps, for make build too (evaluated
+# only when building; empty outside a git checkout, where the binary
+# falls back to Go's build info).
+BUILD_OUT      ?= bin/deltafs
+VERSION_LDFLAGS = -X main.version=$(shell bash scripts/version.sh 2>/dev/null) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)$(shell git rev-parse HEAD >/dev/null 2>&1 && ! git diff --quiet HEAD -- 2>/dev/null && echo -dirty)
+
+build: ## build bin/deltafs (BUILD_OUT=PATH elsewhere), stamped with the version and commit as make dist does
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BUILD_OUT) ./cmd/deltafs
 
 dist: ## static linux amd64/arm64 binaries, man page and .deb packages (nfpm, pinned) under dist/; DIST_ARCHES=amd64 for one
 	bash scripts/dist.sh

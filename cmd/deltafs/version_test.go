@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testenv"
 )
 
 // The values make dist links in are what --version prints.
@@ -76,5 +78,33 @@ func TestManPageFollowsTheHelp(t *testing.T) {
 		if strings.HasPrefix(line, ".") && !regexp.MustCompile(`^\.(TH|SH|SS|TP|PP|nf|fi|B|I|BR|br)( |$)`).MatchString(line) {
 			t.Errorf("text line read as a roff request: %q", line)
 		}
+	}
+}
+
+// make build stamps the commit (and a version) as make dist does, so a
+// binary built from a checkout says which one it is.
+func TestMakeBuildStampsCommit(t *testing.T) {
+	for _, tool := range []string{"make", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Skip(t, "%s not installed", tool)
+			return
+		}
+	}
+	root := testenv.RepoRoot(t)
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		testenv.Skip(t, "not a git checkout: %v", err)
+		return
+	}
+	bin := filepath.Join(t.TempDir(), "deltafs")
+	if out, err := exec.Command("make", "-s", "-C", root, "build", "BUILD_OUT="+bin).CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "commit:  "+strings.TrimSpace(string(head))) || strings.HasPrefix(string(out), "deltafs devel") {
+		t.Errorf("make build's --version:\n%s\nwant a version and the commit %s", out, head)
 	}
 }
