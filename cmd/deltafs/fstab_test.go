@@ -128,10 +128,3 @@ func waitExit(pid int, d time.Duration) bool {
 	}
 	return false
 }
-
-func stderrOf(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(ee.Stderr)
-	}
-	return ""
-}

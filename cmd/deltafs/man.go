@@ -37,7 +37,7 @@ func manPage(ctx context.Context) (string, error) {
 	if len(date) >= 10 {
 		date = date[:10]
 	}
-	fmt.Fprintf(&b, ".TH DELTAFS 1 %q %q \"User Commands\"\n", date, "deltafs "+v.Version)
+	fmt.Fprintf(&b, ".TH DELTAFS 1 %q %q \"User Commands\"\n", date, manSource(v))
 	b.WriteString(".SH NAME\ndeltafs, mount.fuse.deltafs \\- Delta Lake tables as directories of snapshots\n")
 	b.WriteString(".SH SYNOPSIS\n.B deltafs\n.I command\n[flags] [arguments]\n.br\n")
 	b.WriteString(".B mount.fuse.deltafs\n.I SOURCE MOUNTPOINT\n\\-o\n.I OPTIONS\n")
@@ -58,6 +58,33 @@ func manPage(ctx context.Context) (string, error) {
 	b.WriteString("config file and credentials of the systemd unit deltafs@\\fINAME\\fR.service\n")
 	b.WriteString(".SH SEE ALSO\n.BR mount (8),\n.BR fstab (5),\n.BR fusermount3 (1),\n.BR systemd.service (5)\n")
 	return b.String(), nil
+}
+
+// manSourceMax is the longest footer source (left of the centred date)
+// that leaves a space before the date on an 80-column page.
+const manSourceMax = 30
+
+// manSource is the page footer's source: "deltafs VERSION", or, for a
+// version too long to leave room for the date (an untagged build's
+// 0.0.0~git20261201112532.g1a2b3c4.dirty, a Go pseudo-version), its
+// release part and commit.
+func manSource(v versionInfo) string {
+	s := "deltafs " + v.Version
+	if len(s) <= manSourceMax {
+		return s
+	}
+	base := v.Version
+	if i := strings.IndexAny(base, "+~-"); i > 0 {
+		base = base[:i] // a Go pseudo-version's -DATE-HASH, or our +git/~git part
+	}
+	commit := v.Commit
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if commit == "" {
+		return "deltafs " + base
+	}
+	return "deltafs " + base + " (" + commit + ")"
 }
 
 // commandHelp runs c with --help and returns what it prints.

@@ -108,3 +108,21 @@ func TestMakeBuildStampsCommit(t *testing.T) {
 		t.Errorf("make build's --version:\n%s\nwant a version and the commit %s", out, head)
 	}
 }
+
+// The man page footer keeps the version and the date apart: the source
+// fits left of the centred date on an 80-column page.
+func TestManFooterVersionAndDateApart(t *testing.T) {
+	for _, v := range []versionInfo{
+		{Version: "0.0.0~git20261201112532.g1a2b3c4d5e6.dirty", Commit: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d-dirty"},
+		{Version: "1.2.0+git3.g1a2b3c4", Commit: "1a2b3c4"},
+		{Version: "v0.0.0-20261201112532-1a2b3c4d5e6f"},
+	} {
+		s := manSource(v)
+		if len(s) > manSourceMax || !strings.HasPrefix(s, "deltafs ") {
+			t.Errorf("footer source of %q: %q (%d chars), want at most %d", v.Version, s, len(s), manSourceMax)
+		}
+	}
+	if got := manSource(versionInfo{Version: "1.2.0"}); got != "deltafs 1.2.0" {
+		t.Errorf("footer source of 1.2.0: %q", got)
+	}
+}
