@@ -147,3 +147,13 @@ func inCommitTimestamp(ci json.RawMessage) (int64, bool) {
 	}
 	return *v.ICT, true
 }
+
+// CheckpointVersion is the version of the checkpoint the snapshot was
+// built from, -1 when none (replayed from the first commit) or unknown.
+// A snapshot built on a cached state keeps that state's checkpoint.
+func (s *Snapshot) CheckpointVersion() int64 {
+	if s.segment == nil {
+		return -1
+	}
+	return s.segment.CheckpointVersion
+}

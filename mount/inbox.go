@@ -51,6 +51,7 @@ func (s *Server) enableInboxes() (string, error) {
 		}
 		c := writeback.New(s.tables[i].table, s.stats.committerHooks(s.tables[i].name,
 			writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger, TempDir: widenDir, CommitTimeout: s.cfg.CommitTimeout}))
+		s.committers = append(s.committers, c)
 		d.EnableInbox(inboxWriter{c: c, refuse: s.probeAtomicPut(s.tables[i])}, tdir)
 	}
 	return dir, nil

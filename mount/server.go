@@ -15,6 +15,7 @@ import (
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/nodes"
 	"github.com/deltafs/deltafs/serve"
+	"github.com/deltafs/deltafs/writeback"
 )
 
 // Server is a running mount. Its methods are safe for concurrent use.
@@ -31,6 +32,9 @@ type Server struct {
 	// staging holds the inbox's staged files, removed at unmount; ""
 	// for a read-only mount (no inbox).
 	staging string
+	// committers are the tables' inbox committers, closed (their
+	// background checkpoints stopped) when the mount ends.
+	committers []*writeback.Committer
 
 	stop     context.CancelFunc // stops the refresh loop
 	loopDone chan struct{}
@@ -240,6 +244,9 @@ func (s *Server) Wait() {
 	s.waitOnce.Do(func() {
 		s.stop()
 		<-s.loopDone
+		for _, c := range s.committers {
+			c.Close()
+		}
 		s.cache.Close()
 		closeTables(s.tables)
 		for _, d := range s.dirs {

@@ -31,6 +31,7 @@ func TestAppendsWriteCheckpoints(t *testing.T) {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
+	c.WaitCheckpoints() // written after the commits, in the background
 	logDir := filepath.Join(dir, "_delta_log")
 	var cps []string
 	entries, _ := os.ReadDir(logDir)

@@ -111,7 +111,9 @@ func (c *Committer) appendCapped(ctx context.Context, files []File, txp **txn) (
 		}
 		return Result{}, err
 	}
-	c.maybeCheckpoint(ctx, v, tx.base.Metadata().CheckpointInterval())
+	if c.due(v, tx.base, tx.base.Metadata().CheckpointInterval()) {
+		c.scheduleCheckpoint(v) // in the background: the commit is acknowledged now
+	}
 	return Result{Version: v, Added: dataKeys(tx.ups)}, nil
 }
 
@@ -321,23 +323,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// maybeCheckpoint writes a checkpoint when v is a multiple of the table's
-// checkpoint interval. A failed checkpoint is logged: the append stands.
-func (c *Committer) maybeCheckpoint(ctx context.Context, v int64, every int) {
-	if v == 0 || v%int64(every) != 0 {
-		return
-	}
-	snap, err := c.table.Snapshot(ctx, v)
-	if err == nil {
-		err = delta.WriteCheckpoint(ctx, crashStore(c.store), snap)
-	}
-	if err != nil {
-		c.log.Warn("checkpoint failed; the commit stands", "version", v, "err", err)
-		return
-	}
-	c.log.Debug("checkpoint written", "version", v)
 }
 
 // checkBase makes sure the log the commit extends is still there just

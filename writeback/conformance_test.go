@@ -171,6 +171,7 @@ func TestWriteConformance(t *testing.T) {
 			if err != nil {
 				t.Fatalf("good file: %v", err)
 			}
+			c.WaitCheckpoints() // written after the commit, in the background
 			if res.Version != 1 {
 				t.Errorf("committed version %d, want 1", res.Version)
 			}

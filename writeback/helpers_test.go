@@ -45,7 +45,9 @@ func openTable(t testing.TB, dir string) *delta.Table {
 
 func newCommitter(t *testing.T, dir string) *Committer {
 	t.Helper()
-	return New(openTable(t, dir), Options{EngineInfo: "deltafs/test"})
+	c := New(openTable(t, dir), Options{EngineInfo: "deltafs/test"})
+	t.Cleanup(c.Close)
+	return c
 }
 
 func latest(t *testing.T, dir string) *delta.Snapshot {

@@ -69,6 +69,7 @@ func TestAppendedFilesFollowTheUmask(t *testing.T) {
 				t.Fatalf("append %d: %v", i, err)
 			}
 		}
+		c.WaitCheckpoints()
 		if _, err := os.Stat(filepath.Join(dir, "_delta_log", "_last_checkpoint")); err != nil {
 			t.Fatalf("no checkpoint after 11 commits: %v", err)
 		}

@@ -87,6 +87,10 @@ type Options struct {
 	// Each storage request has its own, shorter deadline (the store's
 	// request timeout); this bounds the whole.
 	CommitTimeout time.Duration
+	// OnCheckpoint, when set, is called with each version whose checkpoint
+	// this Committer wrote (in the background, after the commit's Append
+	// returned).
+	OnCheckpoint func(version int64)
 	// OnConflict, when set, is called with each version this Committer
 	// tried to commit and lost to another writer (it then retries on the
 	// next one).
@@ -107,9 +111,21 @@ type Committer struct {
 	// queueing them here instead of in the store's put-if-absent spares
 	// the loser a backoff per version. Uploads run concurrently.
 	commitMu sync.Mutex
+
+	// The background checkpoint writer (checkpointer.go), on bg, which
+	// Close cancels (stop).
+	bg        context.Context
+	stop      context.CancelFunc
+	cpWG      sync.WaitGroup
+	cpMu      sync.Mutex
+	cpWant    int64 // guarded by cpMu: the newest version a checkpoint is wanted for
+	cpDone    int64 // guarded by cpMu: the newest version a checkpoint was written (or given up) for
+	cpRunning bool  // guarded by cpMu: checkpointLoop runs
+	closed    bool  // guarded by cpMu: Close was called
 }
 
-// New returns a Committer for table. It does no I/O.
+// New returns a Committer for table. It does no I/O. Close it to stop
+// its background checkpoint writer.
 func New(table *delta.Table, opts Options) *Committer {
 	if opts.MaxRetry <= 0 {
 		opts.MaxRetry = defaultMaxRetry
@@ -124,7 +140,9 @@ func New(table *delta.Table, opts Options) *Committer {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Committer{table: table, store: table.Storage(), opts: opts, log: log.With("table", table.Name())}
+	bg, stop := context.WithCancel(context.Background())
+	return &Committer{table: table, store: table.Storage(), opts: opts, log: log.With("table", table.Name()),
+		bg: bg, stop: stop, cpWant: -1, cpDone: -1}
 }
 
 // File is one Parquet file to append: a local file (staged by the

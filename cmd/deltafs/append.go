@@ -71,11 +71,13 @@ func runAppend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer c.Close()
 	res, err := c.Append(ctx, files)
 	if err != nil {
 		return err
 	}
 	fmt.Println(res.Version)
+	c.WaitCheckpoints() // written after the commit (acknowledged above), before the process ends
 	return nil
 }
 
