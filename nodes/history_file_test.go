@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +121,44 @@ func statSizeEventually(t *testing.T, p string, old int64) int64 {
 	}
 	t.Fatalf("%s: size still %d", p, old)
 	return 0
+}
+
+// countingTable counts the history reads of a Table.
+type countingTable struct {
+	Table
+	reads atomic.Int32
+}
+
+func (c *countingTable) HistoryEach(ctx context.Context, from, to int64, fn func(delta.CommitSummary) error) error {
+	c.reads.Add(1)
+	return c.Table.HistoryEach(ctx, from, to, fn)
+}
+
+// A plain listing of a table (READDIRPLUS) does not count the history's
+// size; a stat of _history.jsonl does, once while @latest stays.
+func TestHistorySizeNotCountedByListing(t *testing.T) {
+	testenv.RequireFUSE(t)
+	st, err := blobstore.Open(context.Background(), testenv.Fixture(t, "dat/basic_append"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ct := &countingTable{Table: delta.Open(st, delta.Options{})}
+	d := NewTableDir(NewEnv(Options{}), "t", ct, nil)
+	if _, err := d.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(mountDirs(t, d), "t")
+	if _, err := os.ReadDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if n := ct.reads.Load(); n != 0 {
+		t.Errorf("listing the table read the history %d times, want 0", n)
+	}
+	statSize(t, filepath.Join(dir, HistoryName))
+	time.Sleep(1100 * time.Millisecond) // past the attribute timeout
+	statSize(t, filepath.Join(dir, HistoryName))
+	if n := ct.reads.Load(); n != 1 {
+		t.Errorf("two stats read the history %d times, want 1 (cached for the version)", n)
+	}
 }

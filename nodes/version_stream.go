@@ -97,9 +97,10 @@ func (s *versionStream) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 }
 
 // Lookup answers READDIRPLUS: attributes for the fixed entries, none for
-// @vN (see the type's comment).
+// @vN (see the type's comment) nor for _history.jsonl, whose size is that
+// of every version's line (counted once: a plain ls does not pay for it).
 func (s *versionStream) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if len(name) > 2 && name[:2] == "@v" {
+	if (len(name) > 2 && name[:2] == "@v") || name == HistoryName {
 		return nil, syscall.ENOENT // no attributes: the kernel looks it up when asked
 	}
 	return s.dir.Lookup(ctx, name, out)
