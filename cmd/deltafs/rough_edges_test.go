@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,26 +119,19 @@ func TestInterruptBusyMountOneLine(t *testing.T) {
 
 // syncWriter is a buffer written by a child process's output copier.
 type syncWriter struct {
-	mu  chan struct{}
+	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (w *syncWriter) lock() {
-	if w.mu == nil {
-		w.mu = make(chan struct{}, 1)
-	}
-	w.mu <- struct{}{}
-}
-
 func (w *syncWriter) Write(p []byte) (int, error) {
-	w.lock()
-	defer func() { <-w.mu }()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.buf.Write(p)
 }
 
 func (w *syncWriter) String() string {
-	w.lock()
-	defer func() { <-w.mu }()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.buf.String()
 }
 
