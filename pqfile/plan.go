@@ -49,6 +49,8 @@ type Plan struct {
 	// stats says, per source row group, what the footer entries of its chunks must leave out of
 	// their statistics when the chunks are copied (nil: nothing).
 	stats [][]statsEdit
+	// shape reshapes the output's columns (nil: the source's columns as they are).
+	shape *shaping
 }
 
 // group is the plan for one source row group.
@@ -68,6 +70,12 @@ type byteRange struct{ off, n int64 }
 // ErrCorrupt, ErrEncrypted, ErrUnsupported or ErrInvalidArgument (a deleted index beyond the
 // file's rows, a bad rename), or a wrapped read error.
 func NewPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, rename *Rename) (*Plan, error) {
+	return NewShapedPlan(src, size, deleted, rename, nil)
+}
+
+// NewShapedPlan is NewPlan whose output is also reshaped to shape (nil: not reshaped), after the
+// rename. A source column that cannot be served in the shape's type is ErrUnsupported.
+func NewShapedPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, rename *Rename, shape *Shape) (*Plan, error) {
 	f, err := readFooter(src, size)
 	if err != nil {
 		return nil, err
@@ -81,6 +89,9 @@ func NewPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, rename *Ren
 		return nil, err
 	}
 	if _, err := applyRename(&p.meta, tree, rename); err != nil {
+		return nil, err
+	}
+	if p.shape, err = applyShape(&p.meta, tree, shape); err != nil {
 		return nil, err
 	}
 	if deleted == nil {
@@ -208,36 +219,26 @@ func mergeRanges(rs []byteRange) []byteRange {
 	return out
 }
 
-// computeSize fills outSize when it does not depend on re-encoding.
+// computeSize fills outSize when it does not depend on re-encoding: the output is then laid out
+// without reading any data (only produced bytes are counted, source ranges by their length).
 func (p *Plan) computeSize() error {
 	if slices.ContainsFunc(p.groups, func(g group) bool { return g.action == Reencode }) {
 		return nil
 	}
-	meta := p.outputMeta()
-	var edits [][]statsEdit
-	pos := int64(len(magic))
-	if p.footerOnly {
-		pos = p.footStart
-	}
-	for i, g := range p.groups {
-		if p.footerOnly || g.action != Copy {
-			continue
-		}
-		var rg format.RowGroup
-		rg, pos = relocate(&p.meta.RowGroups[i], g.chunks, pos, len(meta.RowGroups))
-		meta.RowGroups = append(meta.RowGroups, rg)
-		edits = append(edits, p.stats[i])
-	}
-	if p.footerOnly {
-		meta.RowGroups, edits = p.meta.RowGroups, p.stats
-	}
-	tail, err := encodeOutputFooter(meta, edits)
-	if err != nil {
+	var c countSink
+	if err := p.emit(&c); err != nil {
 		return err
 	}
-	p.outSize = pos + int64(len(tail))
+	p.outSize = c.n
 	return nil
 }
+
+// countSink counts the output's bytes.
+type countSink struct{ n int64 }
+
+func (c *countSink) source(r byteRange) error { c.n += r.n; return nil }
+func (c *countSink) bytes(b []byte) error     { c.n += int64(len(b)); return nil }
+func (c *countSink) pos() int64               { return c.n }
 
 // outputMeta returns a shallow copy of the renamed source footer with no row groups and the
 // output's row count.
@@ -266,5 +267,8 @@ func (p *Plan) Actions() []Action {
 func (p *Plan) NumRows() int64 { return p.liveRows }
 
 // FooterOnly reports whether the output is the source bytes up to its footer plus a new footer
-// (nothing is deleted).
+// (nothing is deleted), with, for a reshaped output, made-up column chunks between them.
 func (p *Plan) FooterOnly() bool { return p.footerOnly }
+
+// Reshaped reports whether the output's columns differ from the source's (NewShapedPlan).
+func (p *Plan) Reshaped() bool { return p.shape != nil }

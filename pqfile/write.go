@@ -55,9 +55,41 @@ func (p *Plan) emit(s sink) error {
 		if err := s.source(byteRange{0, p.footStart}); err != nil {
 			return err
 		}
-		return emitFooter(s, &p.meta, p.stats)
+		if p.shape == nil {
+			return emitFooter(s, &p.meta, p.stats)
+		}
+		meta := p.outputMeta()
+		meta.NumRows = p.meta.NumRows
+		var edits [][]statsEdit
+		for i := range p.meta.RowGroups {
+			rg := p.meta.RowGroups[i]
+			rg, e, err := p.emitShaped(s, rg, p.stats[i])
+			if err != nil {
+				return fmt.Errorf("row group %d: %w", i, err)
+			}
+			meta.RowGroups, edits = append(meta.RowGroups, rg), append(edits, e)
+		}
+		p.shape.shapedMeta(meta)
+		return emitFooter(s, meta, edits)
 	}
 	return p.emitRowGroups(s)
+}
+
+// emitShaped returns the output form of rg, whose chunks are already at their output offsets
+// with statistics edits edits, and sends the bytes of its made-up chunks; without a shape it
+// returns rg and edits.
+func (p *Plan) emitShaped(s sink, rg format.RowGroup, edits []statsEdit) (format.RowGroup, []statsEdit, error) {
+	if p.shape == nil {
+		return rg, edits, nil
+	}
+	out, outEdits, gen, err := p.shape.shapedGroup(rg, edits, rg.NumRows, s.pos())
+	if err != nil {
+		return out, nil, err
+	}
+	if len(gen) > 0 {
+		err = s.bytes(gen)
+	}
+	return out, outEdits, err
 }
 
 // emitRowGroups sends the magic (the source's first bytes, checked by readFooter), every kept row
@@ -95,12 +127,17 @@ func (p *Plan) emitRowGroups(s sink) error {
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", i, err)
 		}
-		meta.RowGroups = append(meta.RowGroups, rg)
+		var e []statsEdit // re-encoded: exact null counts
 		if g.action == Copy {
-			edits = append(edits, p.stats[i])
-		} else {
-			edits = append(edits, nil) // re-encoded: exact null counts
+			e = p.stats[i]
 		}
+		if rg, e, err = p.emitShaped(s, rg, e); err != nil {
+			return fmt.Errorf("row group %d: %w", i, err)
+		}
+		meta.RowGroups, edits = append(meta.RowGroups, rg), append(edits, e)
+	}
+	if p.shape != nil {
+		p.shape.shapedMeta(meta)
 	}
 	return emitFooter(s, meta, edits)
 }

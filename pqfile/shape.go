@@ -1,0 +1,347 @@
+package pqfile
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// Shape is the schema a rewritten file is served in: its top-level columns, in order. Each is
+// taken from the source by name (after a Rename), or, when the source lacks it, made up as
+// all nulls; a column may instead hold one constant in every row (a partition value). Source
+// columns the shape does not name are left out. A source column is served with its own schema
+// elements, except that a leaf may widen its annotation within the same physical type (an
+// INT(8) served as INT(32), a DECIMAL(5,2) as DECIMAL(7,2) in INT32): nothing but the footer
+// changes for it. Any other difference between a source column and the shape's is
+// ErrUnsupported, never bytes a reader would misread.
+//
+// Made-up column chunks are a few bytes per row group (one page whose levels are a single
+// run), so a reshaped file costs its footer and those bytes, whatever its size.
+type Shape struct {
+	// Columns are the output's top-level columns.
+	Columns []ShapeColumn
+}
+
+// ShapeColumn is one top-level column of a Shape.
+type ShapeColumn struct {
+	// Schema is the column's subtree as the output schema gives it, depth first: Schema[0] is
+	// the column (its Name is the column's name), with NumChildren set on groups. It is used
+	// for a column the source lacks, and for the leaf annotations a source column widens to.
+	Schema []format.SchemaElement
+	// Const, when set, makes the column a constant: Schema must be one optional leaf, and every
+	// row holds Const's value (or null), even where the source has a column of that name.
+	Const *Constant
+}
+
+// Constant is the value of a constant column: Null, or Plain, the value PLAIN-encoded for the
+// leaf's physical type (for BYTE_ARRAY the bytes alone, without the length prefix; for BOOLEAN
+// one byte, 0 or 1).
+type Constant struct {
+	Null  bool
+	Plain []byte
+}
+
+// outLeaf is one leaf column of a reshaped output: a source column chunk (src >= 0) or one made
+// up for every row group (gen).
+type outLeaf struct {
+	src  int
+	gen  *genLeaf
+	path []string
+}
+
+// genLeaf is a made-up leaf: its schema element, its levels' maxima and its constant (nil: all
+// values null at the top).
+type genLeaf struct {
+	el             format.SchemaElement
+	maxDef, maxRep int
+	value          []byte // PLAIN value, nil for null
+}
+
+// shaping is a Plan's reshaping of its output: the output schema and leaves.
+type shaping struct {
+	schema []format.SchemaElement
+	leaves []outLeaf
+	orders []format.ColumnOrder // nil when the source had none
+}
+
+// applyShape computes the reshaping of meta (renamed) to s, or nil when the source already has
+// exactly s's columns in s's order and nothing is constant or widened.
+func applyShape(meta *format.FileMetaData, t *SchemaTree, s *Shape) (*shaping, error) {
+	if s == nil {
+		return nil, nil
+	}
+	root := t.Root()
+	out := &shaping{schema: []format.SchemaElement{meta.Schema[0]}}
+	out.schema[0].NumChildren = thrift.New(int32(len(s.Columns)))
+	identity := len(s.Columns) == len(root.Children)
+	for i, c := range s.Columns {
+		if len(c.Schema) == 0 {
+			return nil, fmt.Errorf("%w: shape column %d has no schema", ErrInvalidArgument, i)
+		}
+		name := c.Schema[0].Name
+		srcCol := root.Child(name)
+		if c.Const != nil || srcCol == nil {
+			if err := out.addMadeUp(c); err != nil {
+				return nil, fmt.Errorf("column %q: %w", name, err)
+			}
+			identity = false
+			continue
+		}
+		widened, err := out.addSource(t, srcCol, c.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", name, err)
+		}
+		if widened || i >= len(root.Children) || root.Children[i] != srcCol {
+			identity = false
+		}
+	}
+	if identity {
+		return nil, nil
+	}
+	out.orders = shapeOrders(meta, out.leaves)
+	return out, nil
+}
+
+// addSource appends the subtree of the source column n, checked against want (the shape's
+// subtree of the same column), and reports whether a leaf annotation was widened.
+func (s *shaping) addSource(t *SchemaTree, n *SchemaNode, want []format.SchemaElement) (bool, error) {
+	start := nodeIndex(t, n)
+	end := subtreeEnd(t, start)
+	if end-start != len(want) {
+		return false, fmt.Errorf("%w: stored with %d schema elements, the table's type has %d", ErrUnsupported, end-start, len(want))
+	}
+	widened := false
+	for k := start; k < end; k++ {
+		el, w := *t.Nodes[k].Element, want[k-start]
+		if numChildren(&el) != numChildren(&w) || (k > start && el.Name != w.Name) {
+			return false, fmt.Errorf("%w: stored shape differs from the table's type at %q", ErrUnsupported, el.Name)
+		}
+		if leaf := t.Nodes[k].Leaf; leaf >= 0 {
+			as, wide, err := serveLeafAs(&el, &w)
+			if err != nil {
+				return false, err
+			}
+			el, widened = as, widened || wide
+			s.leaves = append(s.leaves, outLeaf{src: leaf, path: t.path(k, func(j int) string { return t.Nodes[j].Name() })})
+		}
+		s.schema = append(s.schema, el)
+	}
+	return widened, nil
+}
+
+// addMadeUp appends a column the source lacks (all nulls) or a constant.
+func (s *shaping) addMadeUp(c ShapeColumn) error {
+	if c.Const != nil && (len(c.Schema) != 1 || !isOptional(&c.Schema[0])) {
+		return fmt.Errorf("%w: a constant column must be one optional leaf", ErrInvalidArgument)
+	}
+	base := len(s.schema)
+	s.schema = append(s.schema, c.Schema...)
+	s.schema[base].RepetitionType = thrift.New(format.Optional) // made up: null in every row
+	tree, err := BuildSchemaTree(append([]format.SchemaElement{{Name: "root", NumChildren: thrift.New(int32(1))}}, s.schema[base:]...))
+	if err != nil {
+		return err
+	}
+	if len(tree.Nodes) != len(c.Schema)+1 {
+		return fmt.Errorf("%w: shape schema holds more than one column", ErrInvalidArgument)
+	}
+	for _, idx := range tree.Leaves {
+		n := &tree.Nodes[idx]
+		if !n.Element.Type.Valid {
+			return fmt.Errorf("%w: leaf %q has no physical type", ErrInvalidArgument, n.Name())
+		}
+		g := &genLeaf{el: *n.Element, maxDef: n.MaxDef, maxRep: maxRep(tree, idx)}
+		if c.Const != nil && !c.Const.Null {
+			g.value = c.Const.Plain
+		}
+		s.leaves = append(s.leaves, outLeaf{src: -1, gen: g, path: tree.path(idx, func(j int) string { return tree.Nodes[j].Name() })})
+	}
+	return nil
+}
+
+// serveLeafAs returns the element a source leaf el is served with for the shape's leaf want,
+// and whether it is widened: the source's own element when both store the same physical type
+// with compatible annotations, want's when only the annotation widens.
+func serveLeafAs(el, want *format.SchemaElement) (format.SchemaElement, bool, error) {
+	if el.Type != want.Type {
+		return *el, false, fmt.Errorf("%w: stored as %v, the table's type is %v (widening that re-encodes values is not served)",
+			ErrUnsupported, el.Type.V, want.Type.V)
+	}
+	if ws, ok := intBits(want); ok {
+		if es, ok := intBits(el); ok && es < ws && el.Type.V == format.Int32 {
+			return annotatedAs(el, want), true, nil
+		}
+	}
+	if wp, wsc, ok := decimalParams(want); ok {
+		ep, esc, ok := decimalParams(el)
+		if ok && esc == wsc && ep < wp {
+			return annotatedAs(el, want), true, nil
+		}
+		if ok && esc != wsc {
+			return *el, false, fmt.Errorf("%w: stored as DECIMAL(%d,%d), the table's type is DECIMAL(%d,%d)", ErrUnsupported, ep, esc, wp, wsc)
+		}
+	}
+	return *el, false, nil
+}
+
+// annotatedAs returns el with want's annotations (name, repetition and field id stay el's).
+func annotatedAs(el, want *format.SchemaElement) format.SchemaElement {
+	out := *el
+	out.ConvertedType, out.LogicalType = want.ConvertedType, want.LogicalType
+	out.Precision, out.Scale = want.Precision, want.Scale
+	return out
+}
+
+// intBits returns the bit width of an integer-annotated leaf (INT(n) or INT_n converted types;
+// an unannotated INT32/INT64 is 32/64).
+func intBits(el *format.SchemaElement) (int, bool) {
+	if lt := el.LogicalType.Value; lt != nil {
+		if it, ok := lt.(*format.IntType); ok && it.IsSigned {
+			return int(it.BitWidth), true
+		}
+		return 0, false
+	}
+	if el.ConvertedType.Valid {
+		switch el.ConvertedType.V {
+		case deprecated.Int8:
+			return 8, true
+		case deprecated.Int16:
+			return 16, true
+		case deprecated.Int32:
+			return 32, true
+		case deprecated.Int64:
+			return 64, true
+		}
+		return 0, false
+	}
+	switch el.Type.V {
+	case format.Int32:
+		return 32, true
+	case format.Int64:
+		return 64, true
+	}
+	return 0, false
+}
+
+// decimalParams returns the precision and scale of a DECIMAL leaf.
+func decimalParams(el *format.SchemaElement) (int, int, bool) {
+	if dt, ok := el.LogicalType.Value.(*format.DecimalType); ok {
+		return int(dt.Precision), int(dt.Scale), true
+	}
+	if el.ConvertedType.Valid && el.ConvertedType.V == deprecated.Decimal {
+		return int(el.Precision.V), int(el.Scale.V), true
+	}
+	return 0, 0, false
+}
+
+func isOptional(el *format.SchemaElement) bool {
+	return el.RepetitionType.Valid && el.RepetitionType.V == format.Optional
+}
+
+// nodeIndex returns the element index of n in t.
+func nodeIndex(t *SchemaTree, n *SchemaNode) int {
+	for i := range t.Nodes {
+		if &t.Nodes[i] == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// subtreeEnd returns the element index just past the subtree at i (elements are depth first).
+func subtreeEnd(t *SchemaTree, i int) int {
+	end := i + 1
+	for end < len(t.Nodes) && isUnder(t, end, i) {
+		end++
+	}
+	return end
+}
+
+func isUnder(t *SchemaTree, j, i int) bool {
+	for ; j > 0; j = t.Nodes[j].Parent {
+		if t.Nodes[j].Parent == i {
+			return true
+		}
+	}
+	return false
+}
+
+// maxRep returns the maximum repetition level of element i.
+func maxRep(t *SchemaTree, i int) int {
+	r := 0
+	for ; i > 0; i = t.Nodes[i].Parent {
+		if t.Nodes[i].Repeated() {
+			r++
+		}
+	}
+	return r
+}
+
+// shapeOrders returns the output's column orders: the source's for source leaves, type-defined
+// for made-up ones; nil when the source states none.
+func shapeOrders(meta *format.FileMetaData, leaves []outLeaf) []format.ColumnOrder {
+	if len(meta.ColumnOrders) == 0 {
+		return nil
+	}
+	out := make([]format.ColumnOrder, len(leaves))
+	for i, l := range leaves {
+		if l.src >= 0 && l.src < len(meta.ColumnOrders) {
+			out[i] = meta.ColumnOrders[l.src]
+		} else {
+			out[i] = format.ColumnOrder{Value: &format.TypeDefinedOrder{}}
+		}
+	}
+	return out
+}
+
+// shapedMeta returns meta's output form under s: the shape's schema and column orders, and key
+// values that embed a schema (Arrow's, Spark's) left out, since they would describe columns the
+// output does not have in that order. Row groups are left to shapedGroup.
+func (s *shaping) shapedMeta(meta *format.FileMetaData) {
+	meta.Schema = s.schema
+	meta.ColumnOrders = s.orders
+	meta.KeyValueMetadata = slices.DeleteFunc(slices.Clone(meta.KeyValueMetadata), func(kv format.KeyValue) bool {
+		return kv.Key == arrowSchemaKey || kv.Key == sparkSchemaKey
+	})
+}
+
+// shapedGroup returns the output row group for rg (its chunks already at their output offsets,
+// in source column order, with statistics edits edits) with rows rows: the shape's leaves in
+// order, made-up chunks laid out from pos, whose bytes it returns.
+func (s *shaping) shapedGroup(rg format.RowGroup, edits []statsEdit, rows, pos int64) (format.RowGroup, []statsEdit, []byte, error) {
+	out := rg
+	out.Columns = make([]format.ColumnChunk, len(s.leaves))
+	var outEdits []statsEdit
+	if edits != nil {
+		outEdits = make([]statsEdit, len(s.leaves))
+	}
+	var gen []byte
+	out.TotalByteSize, out.TotalCompressedSize = 0, 0
+	for i, l := range s.leaves {
+		if l.src >= 0 {
+			if l.src >= len(rg.Columns) {
+				return out, nil, nil, fmt.Errorf("%w: row group has no column %d", ErrCorrupt, l.src)
+			}
+			out.Columns[i] = rg.Columns[l.src]
+			// Page indexes are left out: readers take them all or none, and made-up
+			// chunks have none.
+			c := &out.Columns[i]
+			c.OffsetIndexOffset, c.OffsetIndexLength, c.ColumnIndexOffset, c.ColumnIndexLength = 0, 0, 0, 0
+			if edits != nil {
+				outEdits[i] = edits[l.src]
+			}
+		} else {
+			var err error
+			out.Columns[i], gen, err = l.gen.chunk(gen, pos+int64(len(gen)), rows)
+			if err != nil {
+				return out, nil, nil, err
+			}
+		}
+		out.Columns[i].MetaData.PathInSchema = slices.Clone(l.path)
+		out.TotalByteSize += out.Columns[i].MetaData.TotalUncompressedSize
+		out.TotalCompressedSize += out.Columns[i].MetaData.TotalCompressedSize
+	}
+	return out, outEdits, gen, nil
+}

@@ -1,0 +1,172 @@
+package pqfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// narrowRow is a file written before the table grew: it lacks "added" and "p", and holds
+// "small" as INT(8) where the table now says INT(32).
+type narrowRow struct {
+	ID    int64  `parquet:"id"`
+	Name  string `parquet:"name,optional"`
+	Small int8   `parquet:"small"`
+	Gone  int64  `parquet:"gone"` // dropped from the table
+}
+
+func narrowFile(t *testing.T, n int, perGroup int64) []byte {
+	t.Helper()
+	rows := make([]narrowRow, n)
+	for i := range rows {
+		rows[i] = narrowRow{ID: int64(i), Name: fmt.Sprintf("n%d", i%7), Small: int8(i % 100), Gone: -1}
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[narrowRow](&buf, parquet.MaxRowsPerRowGroup(perGroup), parquet.Compression(&parquet.Snappy))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func optLeaf(name string, typ format.Type, lt format.LogicalTypeValue) format.SchemaElement {
+	el := format.SchemaElement{Name: name, Type: thrift.New(typ), RepetitionType: thrift.New(format.Optional)}
+	if lt != nil {
+		el.LogicalType = format.LogicalType{Value: lt}
+	}
+	if _, ok := lt.(*format.StringType); ok {
+		el.ConvertedType = thrift.New(deprecated.UTF8)
+	}
+	return el
+}
+
+// tableShape is the table's schema now: name first, then id, small widened to INT(32), an added
+// struct column, a constant string partition column p and a null long partition column q.
+func tableShape() *Shape {
+	added := []format.SchemaElement{
+		{Name: "added", RepetitionType: thrift.New(format.Optional), NumChildren: thrift.New(int32(2))},
+		optLeaf("x", format.Int64, nil),
+		optLeaf("y", format.ByteArray, &format.StringType{}),
+	}
+	return &Shape{Columns: []ShapeColumn{
+		{Schema: []format.SchemaElement{optLeaf("name", format.ByteArray, &format.StringType{})}},
+		{Schema: []format.SchemaElement{optLeaf("id", format.Int64, nil)}},
+		{Schema: []format.SchemaElement{optLeaf("small", format.Int32, &format.IntType{BitWidth: 32, IsSigned: true})}},
+		{Schema: added},
+		{Schema: []format.SchemaElement{optLeaf("p", format.ByteArray, &format.StringType{})}, Const: &Constant{Plain: []byte("eu west")}},
+		{Schema: []format.SchemaElement{optLeaf("q", format.Int64, nil)}, Const: &Constant{Null: true}},
+	}}
+}
+
+func shaped(t *testing.T, src []byte, del *roaring64.Bitmap, s *Shape) []byte {
+	t.Helper()
+	p, err := NewShapedPlan(bytes.NewReader(src), int64(len(src)), del, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Reshaped() {
+		t.Fatal("plan is not reshaped")
+	}
+	var out bytes.Buffer
+	n, err := p.WriteTo(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size, ok := p.Size(); ok && size != n {
+		t.Fatalf("planned %d bytes, wrote %d", size, n)
+	}
+	var patch bytes.Buffer
+	l, err := p.WriteLayout(&patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaLayout := make([]byte, l.Size())
+	if _, err := l.ReadAt(viaLayout, 0, bytes.NewReader(src), bytes.NewReader(patch.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(viaLayout, out.Bytes()) {
+		t.Fatal("layout and WriteTo give different bytes")
+	}
+	return out.Bytes()
+}
+
+func TestShapeServesTableSchema(t *testing.T) {
+	src := narrowFile(t, 3000, 700)
+	del := roaring64.BitmapOf(5, 6, 1400, 2999)
+	for _, c := range []struct {
+		name string
+		del  *roaring64.Bitmap
+	}{{"footer-only", nil}, {"deleted-rows", del}} {
+		t.Run(c.name, func(t *testing.T) {
+			out := shaped(t, src, c.del, tableShape())
+			path := filepath.Join(t.TempDir(), "f.parquet")
+			if err := os.WriteFile(path, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cols := duckQuery(t, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('"+path+"'))")
+			var got []string
+			for _, r := range cols {
+				got = append(got, fmt.Sprint(r["column_name"], " ", r["column_type"]))
+			}
+			want := []string{"name VARCHAR", "id BIGINT", "small INTEGER", "added STRUCT(x BIGINT, y VARCHAR)", "p VARCHAR", "q BIGINT"}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("DuckDB sees columns %q, want %q", got, want)
+			}
+			live := int64(3000)
+			var sumID, sumSmall int64
+			for i := range int64(3000) {
+				if c.del != nil && c.del.Contains(uint64(i)) {
+					live--
+					continue
+				}
+				sumID, sumSmall = sumID+i, sumSmall+i%100
+			}
+			r := duckQuery(t, "SELECT count(*)::VARCHAR c, sum(id)::VARCHAR s, sum(small)::VARCHAR sm, count(added)::VARCHAR a, "+
+				"count(*) FILTER (WHERE p = 'eu west')::VARCHAR p, count(q)::VARCHAR q, count(DISTINCT name)::VARCHAR n FROM read_parquet('"+path+"')")[0]
+			wantR := map[string]string{"c": itoa(live), "s": itoa(sumID), "sm": itoa(sumSmall), "a": "0", "p": itoa(live), "q": "0", "n": "7"}
+			for k, v := range wantR {
+				if r[k] != v {
+					t.Errorf("DuckDB %s = %v, want %v", k, r[k], v)
+				}
+			}
+			f, rows := readRows(t, out)
+			if f.NumRows() != live || int64(len(rows)) != live {
+				t.Errorf("parquet-go reads %d rows (footer %d), want %d", len(rows), f.NumRows(), live)
+			}
+		})
+	}
+}
+
+func TestShapeIdentityAndRefusals(t *testing.T) {
+	src := narrowFile(t, 100, 50)
+	same := &Shape{Columns: []ShapeColumn{
+		{Schema: []format.SchemaElement{optLeaf("id", format.Int64, nil)}},
+		{Schema: []format.SchemaElement{optLeaf("name", format.ByteArray, &format.StringType{})}},
+		{Schema: []format.SchemaElement{optLeaf("small", format.Int32, &format.IntType{BitWidth: 8, IsSigned: true})}},
+		{Schema: []format.SchemaElement{optLeaf("gone", format.Int64, nil)}},
+	}}
+	p, err := NewShapedPlan(bytes.NewReader(src), int64(len(src)), nil, nil, same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Reshaped() {
+		t.Error("a shape equal to the file's columns reshapes it")
+	}
+	wrongType := &Shape{Columns: []ShapeColumn{{Schema: []format.SchemaElement{optLeaf("id", format.Double, nil)}}}}
+	_, err = NewShapedPlan(bytes.NewReader(src), int64(len(src)), nil, nil, wrongType)
+	if !errors.Is(err, ErrUnsupported) {
+		t.Errorf("id stored as INT64 served as DOUBLE: err = %v, want ErrUnsupported", err)
+	}
+}
