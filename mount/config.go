@@ -46,6 +46,11 @@ type Config struct {
 	XAttrs bool
 	// NoPassthrough forces every read through the userspace path.
 	NoPassthrough bool
+	// PartitionColumns serves each data file with its partition values as
+	// typed constant columns, in the schema's column order, so that a tool
+	// reading one file, or parsing Hive directory names differently from
+	// Spark, gets the table's exact values.
+	PartitionColumns bool
 	// UID and GID own every file (0: the caller's).
 	UID, GID uint32
 	// Umask clears permission bits of every mode the mount reports (the

@@ -110,7 +110,7 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 		CommitTimeout:   s.cfg.CommitTimeout,
 	})
 	for _, t := range s.tables {
-		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization})
+		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns})
 		d := nodes.NewTableDir(s.env, t.name, t.table, files)
 		if _, err := d.Refresh(ctx); err != nil {
 			s.cfg.Logger.Warn("deltafs: table refused", "table", t.name, "location", t.store.String(), "err", err)

@@ -14,11 +14,10 @@ import (
 	"github.com/deltafs/deltafs/serve"
 )
 
-// DataFile is one live data file of a snapshot. A file without deletion
-// vector in a table without column mapping is served byte for byte from
-// storage (its size is the stored size); any other is served as rewritten
-// by package serve (deleted rows removed, logical column names), whose
-// exact size is known before the first stat is answered. Its content never
+// DataFile is one live data file of a snapshot. Package serve decides
+// how it is served: byte for byte from storage, or rewritten (deleted
+// rows removed, logical column names, the snapshot's columns), and gives
+// its exact size before the first stat is answered. Its content never
 // changes: long kernel timeouts and FOPEN_KEEP_CACHE. A file that cannot
 // be served still stats (statSize); its open fails with EIO, logged and
 // recorded in the status file.
@@ -26,12 +25,11 @@ type DataFile struct {
 	fs.Inode
 	readOnlyFile
 
-	ref     *snapRef     // the version, shared with its directories
-	add     *delta.Add   // the live file's add action (shared with the snapshot)
-	path    string       // path inside the snapshot directory
-	rewrite bool         // served rewritten (serve.Rewritten)
-	size    atomic.Int64 // served size, -1 until known
-	stale   atomic.Bool  // a stat reported the stored size: the served one failed
+	ref   *snapRef     // the version, shared with its directories
+	add   *delta.Add   // the live file's add action (shared with the snapshot)
+	path  string       // path inside the snapshot directory
+	size  atomic.Int64 // served size, -1 until known
+	stale atomic.Bool  // a stat reported the stored size: the served one failed
 }
 
 var (
@@ -41,18 +39,11 @@ var (
 	_ = (fs.NodeListxattrer)((*DataFile)(nil))
 )
 
-// newDataFile returns the node of add at path p of ref's snapshot;
-// mapped says the table's columns carry physical names (column mapping),
-// which, like a deletion vector, needs the file rewritten.
-func newDataFile(ref *snapRef, add *delta.Add, p string, mapped bool) *DataFile {
+// newDataFile returns the node of add at path p of ref's snapshot.
+func newDataFile(ref *snapRef, add *delta.Add, p string) *DataFile {
 	d := &DataFile{ref: ref, add: add, path: p}
 	d.ro = roNode{ref.env, &d.Inode}
-	d.rewrite = serve.Rewritten(add, mapped)
-	if d.rewrite {
-		d.size.Store(-1)
-	} else {
-		d.size.Store(add.Size)
-	}
+	d.size.Store(-1)
 	return d
 }
 
@@ -157,7 +148,7 @@ func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	// first read (256 MiB, stored file cached: ~70 ms instead of ~140 ms)
 	// and the bytes are not cached twice. Only when the kernel granted
 	// FUSE_DIRECT_IO_ALLOW_MMAP, so that mmap of these files keeps working.
-	if d.rewrite && c.File() == nil && d.env().directIO.Load() {
+	if serve.IsRewritten(c) && d.env().directIO.Load() {
 		return h, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NOFLUSH, 0
 	}
 	return h, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0

@@ -65,7 +65,7 @@ func (d *SnapshotDir) treeDir(ctx context.Context) (*snapshotTree, *treeDir, sys
 // reports the exact size (or, if that fails, the stored size: see
 // DataFile.statSize).
 func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	t, td, errno := d.treeDir(ctx)
+	_, td, errno := d.treeDir(ctx)
 	if errno != 0 {
 		return nil, errno
 	}
@@ -82,7 +82,7 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 		child.fill(&out.Attr)
 		return d.NewInode(ctx, child, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: child.ino()}), 0
 	}
-	f := newDataFile(d.ref, e.add, p, t.rewrite)
+	f := newDataFile(d.ref, e.add, p)
 	if ch := d.GetChild(name); ch != nil {
 		if known, ok := ch.Operations().(*DataFile); ok {
 			f = known // keeps its size: materialize once per node

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/serve"
 )
 
 // snapshotTree is the Hive layout of one snapshot: the live files placed
@@ -27,9 +26,8 @@ import (
 // strings where they need no suffix; a directory's entries are found by
 // binary search, with no per-name map.
 type snapshotTree struct {
-	dirs    map[string]*treeDir // by directory path, "" = the snapshot root
-	rewrite bool                // every file needs rewriting (column mapping)
-	bytes   int64               // estimated heap bytes
+	dirs  map[string]*treeDir // by directory path, "" = the snapshot root
+	bytes int64               // estimated heap bytes
 }
 
 // treeDir is one directory of a snapshotTree.
@@ -95,7 +93,7 @@ func buildTree(snap *delta.Snapshot) (*snapshotTree, error) {
 		}
 		return files[i].Add.DeletionVector.UniqueID() < files[j].Add.DeletionVector.UniqueID()
 	})
-	t := &snapshotTree{dirs: map[string]*treeDir{"": {}}, rewrite: serve.Mapped(snap.Metadata())}
+	t := &snapshotTree{dirs: map[string]*treeDir{"": {}}}
 	cols := snap.Metadata().PartitionColumns
 	fileDirs := make([]*treeDir, len(files))
 	for i := range files {

@@ -2,6 +2,7 @@ package pqfile
 
 import (
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -15,8 +16,7 @@ import (
 // columns the shape does not name are left out. A source column is served with its own schema
 // elements, except that a leaf may widen its annotation within the same physical type (an
 // INT(8) served as INT(32), a DECIMAL(5,2) as DECIMAL(7,2) in INT32): nothing but the footer
-// changes for it. Any other difference between a source column and the shape's is
-// ErrUnsupported, never bytes a reader would misread.
+// changes for it. A source column whose type differs otherwise is served as stored.
 //
 // Made-up column chunks are a few bytes per row group (one page whose levels are a single
 // run), so a reshaped file costs its footer and those bytes, whatever its size.
@@ -90,11 +90,7 @@ func applyShape(meta *format.FileMetaData, t *SchemaTree, s *Shape) (*shaping, e
 			identity = false
 			continue
 		}
-		widened, err := out.addSource(t, srcCol, c.Schema)
-		if err != nil {
-			return nil, fmt.Errorf("column %q: %w", name, err)
-		}
-		if widened || i >= len(root.Children) || root.Children[i] != srcCol {
+		if widened := out.addSource(t, srcCol, c.Schema); widened || i >= len(root.Children) || root.Children[i] != srcCol {
 			identity = false
 		}
 	}
@@ -105,31 +101,33 @@ func applyShape(meta *format.FileMetaData, t *SchemaTree, s *Shape) (*shaping, e
 	return out, nil
 }
 
-// addSource appends the subtree of the source column n, checked against want (the shape's
-// subtree of the same column), and reports whether a leaf annotation was widened.
-func (s *shaping) addSource(t *SchemaTree, n *SchemaNode, want []format.SchemaElement) (bool, error) {
+// addSource appends the subtree of the source column n, compared with want (the shape's subtree
+// of the same column), and reports whether a leaf annotation was widened. A subtree whose shape
+// differs from want's (a legacy list layout, a struct with other fields) or whose leaves store
+// other physical types (INT96 timestamps, decimals in another width) is served as stored: its
+// values are right, and readers convert such types themselves.
+func (s *shaping) addSource(t *SchemaTree, n *SchemaNode, want []format.SchemaElement) bool {
 	start := nodeIndex(t, n)
 	end := subtreeEnd(t, start)
-	if end-start != len(want) {
-		return false, fmt.Errorf("%w: stored with %d schema elements, the table's type has %d", ErrUnsupported, end-start, len(want))
+	same := end-start == len(want)
+	for k := start; same && k < end; k++ {
+		el, w := t.Nodes[k].Element, &want[k-start]
+		same = numChildren(el) == numChildren(w) && (k == start || el.Name == w.Name)
 	}
 	widened := false
 	for k := start; k < end; k++ {
-		el, w := *t.Nodes[k].Element, want[k-start]
-		if numChildren(&el) != numChildren(&w) || (k > start && el.Name != w.Name) {
-			return false, fmt.Errorf("%w: stored shape differs from the table's type at %q", ErrUnsupported, el.Name)
-		}
+		el := *t.Nodes[k].Element
 		if leaf := t.Nodes[k].Leaf; leaf >= 0 {
-			as, wide, err := serveLeafAs(&el, &w)
-			if err != nil {
-				return false, err
+			if same {
+				var wide bool
+				el, wide = serveLeafAs(&el, &want[k-start])
+				widened = widened || wide
 			}
-			el, widened = as, widened || wide
 			s.leaves = append(s.leaves, outLeaf{src: leaf, path: t.path(k, func(j int) string { return t.Nodes[j].Name() })})
 		}
 		s.schema = append(s.schema, el)
 	}
-	return widened, nil
+	return widened
 }
 
 // addMadeUp appends a column the source lacks (all nulls) or a constant.
@@ -162,28 +160,23 @@ func (s *shaping) addMadeUp(c ShapeColumn) error {
 }
 
 // serveLeafAs returns the element a source leaf el is served with for the shape's leaf want,
-// and whether it is widened: the source's own element when both store the same physical type
-// with compatible annotations, want's when only the annotation widens.
-func serveLeafAs(el, want *format.SchemaElement) (format.SchemaElement, bool, error) {
+// and whether it is widened: want's annotation when both store the same physical type and only
+// the annotation widens (INT(8) to INT(32), DECIMAL(5,2) to DECIMAL(7,2)), else el itself.
+func serveLeafAs(el, want *format.SchemaElement) (format.SchemaElement, bool) {
 	if el.Type != want.Type {
-		return *el, false, fmt.Errorf("%w: stored as %v, the table's type is %v (widening that re-encodes values is not served)",
-			ErrUnsupported, el.Type.V, want.Type.V)
+		return *el, false
 	}
 	if ws, ok := intBits(want); ok {
 		if es, ok := intBits(el); ok && es < ws && el.Type.V == format.Int32 {
-			return annotatedAs(el, want), true, nil
+			return annotatedAs(el, want), true
 		}
 	}
 	if wp, wsc, ok := decimalParams(want); ok {
-		ep, esc, ok := decimalParams(el)
-		if ok && esc == wsc && ep < wp {
-			return annotatedAs(el, want), true, nil
-		}
-		if ok && esc != wsc {
-			return *el, false, fmt.Errorf("%w: stored as DECIMAL(%d,%d), the table's type is DECIMAL(%d,%d)", ErrUnsupported, ep, esc, wp, wsc)
+		if ep, esc, ok := decimalParams(el); ok && esc == wsc && ep < wp {
+			return annotatedAs(el, want), true
 		}
 	}
-	return *el, false, nil
+	return *el, false
 }
 
 // annotatedAs returns el with want's annotations (name, repetition and field id stay el's).
@@ -344,4 +337,19 @@ func (s *shaping) shapedGroup(rg format.RowGroup, edits []statsEdit, rows, pos i
 		out.TotalCompressedSize += out.Columns[i].MetaData.TotalCompressedSize
 	}
 	return out, outEdits, gen, nil
+}
+
+// ShapeNeeded reports whether the Parquet file src (size bytes) must be reshaped to be served in
+// shape: it reads only the footer.
+func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape) (bool, error) {
+	f, err := readFooter(src, size)
+	if err != nil {
+		return false, err
+	}
+	tree, err := BuildSchemaTree(f.meta.Schema)
+	if err != nil {
+		return false, err
+	}
+	s, err := applyShape(&f.meta, tree, shape)
+	return s != nil, err
 }

@@ -164,9 +164,22 @@ func TestShapeIdentityAndRefusals(t *testing.T) {
 	if p.Reshaped() {
 		t.Error("a shape equal to the file's columns reshapes it")
 	}
-	wrongType := &Shape{Columns: []ShapeColumn{{Schema: []format.SchemaElement{optLeaf("id", format.Double, nil)}}}}
-	_, err = NewShapedPlan(bytes.NewReader(src), int64(len(src)), nil, nil, wrongType)
-	if !errors.Is(err, ErrUnsupported) {
-		t.Errorf("id stored as INT64 served as DOUBLE: err = %v, want ErrUnsupported", err)
+	// A column stored in another physical type is served as stored (readers convert it), with the
+	// shape's column order.
+	otherType := &Shape{Columns: []ShapeColumn{
+		{Schema: []format.SchemaElement{optLeaf("name", format.ByteArray, &format.StringType{})}},
+		{Schema: []format.SchemaElement{optLeaf("id", format.Double, nil)}},
+	}}
+	out := shaped(t, src, nil, otherType)
+	f := footerOf(t, out)
+	if got := f.meta.Schema[2]; got.Name != "id" || got.Type.V != format.Int64 {
+		t.Errorf("id is served as %s %v, want INT64 as stored", got.Name, got.Type.V)
+	}
+	if len(f.meta.Schema) != 3 {
+		t.Errorf("served schema has %d elements, want root, name, id", len(f.meta.Schema))
+	}
+	_, bad := NewShapedPlan(bytes.NewReader(src), int64(len(src)), nil, nil, &Shape{Columns: []ShapeColumn{{}}})
+	if !errors.Is(bad, ErrInvalidArgument) {
+		t.Errorf("a shape column without schema: err = %v, want ErrInvalidArgument", bad)
 	}
 }

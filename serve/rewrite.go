@@ -44,15 +44,23 @@ func (t *Table) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveF
 	if err != nil {
 		return nil, nil, err
 	}
-	key := strings.Join([]string{"deltafs-composite/v2", t.store.String(), f.Key,
-		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping}, "|")
+	shape, err := t.shape(snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs, err := shape.forFile(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := strings.Join([]string{"deltafs-composite/v3", t.store.String(), f.Key,
+		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping, shape.sum}, "|")
 	build := t.progress(snap, f, func(w io.Writer) error {
 		src, err := t.openStored(ctx, f)
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		plan, err := planFor(ctx, snap, f, rename, ctxReaderAt{ctx, src})
+		plan, err := planFor(ctx, snap, f, rename, fs, ctxReaderAt{ctx, src})
 		if err != nil {
 			return err
 		}

@@ -14,12 +14,14 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 // Content is an open, immutable view of the bytes one data file serves.
@@ -38,11 +40,20 @@ type Content interface {
 	Close() error
 }
 
-// Rewritten reports whether a live file is served rewritten rather than
-// as stored: it has a deletion vector, or its table's columns carry
-// physical names (column mapping: mapped).
+// Rewritten reports whether a live file is known to be served rewritten
+// without reading it: it has a deletion vector, or its table's columns
+// carry physical names (column mapping: mapped). Any other file is
+// rewritten only when its columns differ from its snapshot's schema
+// (shape.go), which its footer tells.
 func Rewritten(add *delta.Add, mapped bool) bool {
 	return mapped || add.DeletionVector != nil
+}
+
+// IsRewritten reports whether c is a rewritten file's content (a
+// composite of stored ranges and a patch), not the stored bytes.
+func IsRewritten(c Content) bool {
+	_, ok := c.(*compositeContent)
+	return ok
 }
 
 // Mapped reports whether the data files of a table with metadata md carry
@@ -60,6 +71,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Observe, when set, is told of every materialization (metrics).
 	Observe func(took time.Duration, bytes int64, err error)
+	// PartitionsInFiles serves the partition columns in every data file,
+	// as constant columns with the file's partition values.
+	PartitionsInFiles bool
 }
 
 // Table serves the data files of one table. It is safe for concurrent
@@ -87,8 +101,9 @@ func NewTable(name string, store delta.Storage, cache *blobcache.Cache, opts Opt
 // served with: its stored size, or its rewritten size (building the
 // rewrite's cache entry once).
 func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (int64, error) {
-	if !Rewritten(f.Add, Mapped(snap.Metadata())) {
-		return f.Add.Size, nil
+	rw, err := t.rewritten(ctx, snap, f, nil)
+	if err != nil || !rw {
+		return f.Add.Size, err
 	}
 	l, df, err := t.derive(ctx, snap, f)
 	if err != nil {
@@ -103,8 +118,56 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 // size is not the one the log gives is an error wrapping
 // delta.ErrCorruptLog, never wrong data.
 func (t *Table) Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error) {
-	if !Rewritten(f.Add, Mapped(snap.Metadata())) {
-		return t.openStored(ctx, f)
+	if Rewritten(f.Add, Mapped(snap.Metadata())) {
+		return t.openRewritten(ctx, snap, f)
 	}
-	return t.openRewritten(ctx, snap, f)
+	c, err := t.openStored(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	rw, err := t.rewritten(ctx, snap, f, c)
+	if err != nil || rw {
+		c.Close()
+		if err != nil {
+			return nil, err
+		}
+		return t.openRewritten(ctx, snap, f)
+	}
+	return c, nil
+}
+
+// rewritten reports whether f is served rewritten: known from the log
+// (Rewritten), or because its columns are not its snapshot's (read from
+// its footer, through c when it is open already).
+func (t *Table) rewritten(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, c Content) (bool, error) {
+	if Rewritten(f.Add, Mapped(snap.Metadata())) {
+		return true, nil
+	}
+	shape, err := t.shape(snap)
+	if err != nil {
+		return false, err
+	}
+	if shape.hasParts() {
+		return true, nil
+	}
+	if c == nil {
+		if c, err = t.openStored(ctx, f); err != nil {
+			return false, err
+		}
+		defer c.Close()
+	}
+	fs, err := shape.forFile(f)
+	if err != nil {
+		return false, err
+	}
+	rw, err := pqfile.ShapeNeeded(ctxReaderAt{ctx, c}, c.Size(), fs)
+	if err != nil {
+		return false, fmt.Errorf("data file %s: %w", f.Key, err)
+	}
+	return rw, nil
+}
+
+// shape returns the shape snap's files are served in.
+func (t *Table) shape(snap *delta.Snapshot) (*snapShape, error) {
+	return cachedShape(snap, t.opts.PartitionsInFiles)
 }

@@ -13,12 +13,12 @@ import (
 // its deleted rows removed and, in a column-mapped table, its physical
 // column names replaced by logical ones. Table writes it to the disk
 // cache; ServedSizes only measures it.
-func planFor(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, rename *pqfile.Rename, src io.ReaderAt) (*pqfile.Plan, error) {
+func planFor(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, rename *pqfile.Rename, shape *pqfile.Shape, src io.ReaderAt) (*pqfile.Plan, error) {
 	deleted, err := snap.DeletedRows(ctx, f.Add)
 	if err != nil {
 		return nil, err
 	}
-	return pqfile.NewPlan(src, f.Add.Size, deleted, rename)
+	return pqfile.NewShapedPlan(src, f.Add.Size, deleted, rename, shape)
 }
 
 // ServedSizes gives the sizes a mount gives the live files of one
@@ -29,30 +29,37 @@ func planFor(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, renam
 type ServedSizes struct {
 	snap   *delta.Snapshot
 	rename *pqfile.Rename // nil: the table maps no columns
+	shape  *snapShape
 }
 
-// NewServedSizes returns the ServedSizes of snap.
-func NewServedSizes(snap *delta.Snapshot) (*ServedSizes, error) {
+// NewServedSizes returns the ServedSizes of snap in a mount that serves
+// partition columns in files or not (partsInFiles).
+func NewServedSizes(snap *delta.Snapshot, partsInFiles bool) (*ServedSizes, error) {
 	rename, _, err := renameFor(snap)
 	if err != nil {
 		return nil, err
 	}
-	return &ServedSizes{snap: snap, rename: rename}, nil
-}
-
-// Rewritten reports whether the mount serves f rewritten, with another
-// size than stored.
-func (s *ServedSizes) Rewritten(f *delta.LiveFile) bool {
-	return Rewritten(f.Add, s.rename != nil)
-}
-
-// Size returns the served size of f. For a rewritten file it reads src,
-// the stored bytes: the footer and the row groups with deleted rows.
-func (s *ServedSizes) Size(ctx context.Context, f *delta.LiveFile, src io.ReaderAt) (int64, error) {
-	if !s.Rewritten(f) {
-		return f.Add.Size, nil
+	shape, err := cachedShape(snap, partsInFiles)
+	if err != nil {
+		return nil, err
 	}
-	plan, err := planFor(ctx, s.snap, f, s.rename, src)
+	return &ServedSizes{snap: snap, rename: rename, shape: shape}, nil
+}
+
+// Size returns the served size of f, reading src, the stored bytes: the
+// footer, and the row groups with deleted rows.
+func (s *ServedSizes) Size(ctx context.Context, f *delta.LiveFile, src io.ReaderAt) (int64, error) {
+	fs, err := s.shape.forFile(f)
+	if err != nil {
+		return 0, fmt.Errorf("served size of %s: %w", f.Key, err)
+	}
+	if !Rewritten(f.Add, s.rename != nil) && !s.shape.hasParts() {
+		rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs)
+		if err != nil || !rw {
+			return f.Add.Size, err
+		}
+	}
+	plan, err := planFor(ctx, s.snap, f, s.rename, fs, src)
 	if err != nil {
 		return 0, fmt.Errorf("served size of %s: %w", f.Key, err)
 	}

@@ -70,14 +70,11 @@ func runLs(ctx context.Context, args []string) error {
 	}
 	var served servedSizer
 	if !*storedOnly {
-		sizes, err := serve.NewServedSizes(snap)
+		sizes, err := serve.NewServedSizes(snap, false)
 		if err != nil {
 			return err
 		}
 		served = func(f *delta.LiveFile) (int64, error) {
-			if !sizes.Rewritten(f) {
-				return f.Add.Size, nil
-			}
 			return sizes.Size(ctx, f, delta.NewReaderAt(ctx, t.Storage(), f.Key))
 		}
 	}

@@ -54,11 +54,11 @@ Examples:
 `
 
 type mountFlags struct {
-	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter bool
-	uid, gid                                                                 uint
-	cacheDir, cacheSize, memoryCacheSize, snapshotCache, logLevel, umask     string
-	configFile, logFile, metricsAddr                                         string
-	refresh, inboxStaleAfter, commitTimeout                                  time.Duration
+	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter, partitionColumns bool
+	uid, gid                                                                                   uint
+	cacheDir, cacheSize, memoryCacheSize, snapshotCache, logLevel, umask                       string
+	configFile, logFile, metricsAddr                                                           string
+	refresh, inboxStaleAfter, commitTimeout                                                    time.Duration
 }
 
 func runMount(ctx context.Context, args []string) error {
@@ -118,6 +118,7 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	flags.BoolVar(&f.daemon, "daemon", false, "run in the background: print the pid and exit once the mount is ready")
 	flags.BoolVar(&f.xattrs, "xattrs", false, "serve user.delta.* extended attributes on data files")
 	flags.BoolVar(&f.noPassthrough, "no-passthrough", false, "serve every read in userspace (no kernel passthrough)")
+	flags.BoolVar(&f.partitionColumns, "partition-columns", false, "serve partition columns inside every data file, typed as the table has them (turn off the reader's Hive parsing)")
 	flags.BoolVar(&f.debug, "debug", false, "log every FUSE request")
 }
 
@@ -169,7 +170,8 @@ func (f *mountFlags) config(sources []mount.Source, mountpoint string) (mount.Co
 		Sources:    sources,
 		Mountpoint: mountpoint,
 		ReadOnly:   f.readOnly, SingleWriter: f.singleWriter, AllowOther: f.allowOther, XAttrs: f.xattrs, NoPassthrough: f.noPassthrough,
-		UID: uint32(f.uid), GID: uint32(f.gid), Umask: umask,
+		PartitionColumns: f.partitionColumns,
+		UID:              uint32(f.uid), GID: uint32(f.gid), Umask: umask,
 		CacheDir: f.cacheDir, CacheSize: size, MemoryCacheSize: memSize, SnapshotCacheSize: snapCache, Refresh: f.refresh,
 		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		Debug:           f.debug,

@@ -1,0 +1,349 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/pqfile"
+)
+
+// Every data file of a snapshot is served in the snapshot's schema, so
+// that a reader globbing a version's files (DuckDB, Polars, pyarrow)
+// finds one schema in all of them: the columns in the schema's order with
+// its names, a column a file lacks (written before an ADD COLUMN, or
+// appended without a nullable column) as all nulls, a column the schema
+// no longer has (dropped under column mapping, CDF's _change_type) left
+// out, and integer and decimal annotations widened where the table's
+// type widened within the same physical type. With PartitionsInFiles,
+// partition columns are also served in every file, as constants. A file
+// that already has exactly these columns is served byte for byte.
+
+// snapShape is the Parquet form of a snapshot's schema: one shape column
+// per top-level field, in schema order, partition columns marked.
+type snapShape struct {
+	cols  []pqfile.ShapeColumn
+	parts []*delta.StructField // per column: its partition field, or nil
+	sum   string               // fingerprint of the shape, for cache keys
+}
+
+// shapeOf returns the shape of snap's schema; withParts keeps partition
+// columns (as constants), else they are left out (the directory names
+// carry them).
+func shapeOf(snap *delta.Snapshot, withParts bool) (*snapShape, error) {
+	md := snap.Metadata()
+	schema, err := snap.Schema()
+	if err != nil {
+		return nil, err
+	}
+	partFields, err := md.PartitionSchema()
+	if err != nil {
+		return nil, err
+	}
+	isPart := map[string]*delta.StructField{}
+	for _, f := range partFields {
+		isPart[f.Name] = f
+	}
+	s := &snapShape{}
+	for _, f := range schema.Fields {
+		p := isPart[f.Name]
+		if p != nil && !withParts {
+			continue
+		}
+		els, err := parquetElements(f.Name, f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		s.cols = append(s.cols, pqfile.ShapeColumn{Schema: els})
+		s.parts = append(s.parts, p)
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\n%v\n%s", md.SchemaString, withParts, md.PartitionColumns))
+	s.sum = hex.EncodeToString(h[:12])
+	return s, nil
+}
+
+// forFile returns the shape of f: the snapshot's, with f's partition
+// values as the constants of the partition columns.
+func (s *snapShape) forFile(f *delta.LiveFile) (*pqfile.Shape, error) {
+	out := &pqfile.Shape{Columns: make([]pqfile.ShapeColumn, len(s.cols))}
+	for i, c := range s.cols {
+		out.Columns[i] = c
+		p := s.parts[i]
+		if p == nil {
+			continue
+		}
+		v, err := delta.ParsePartitionValue(p.Type, f.PartitionValues[p.Name])
+		if err != nil {
+			return nil, fmt.Errorf("partition column %q of %s: %w", p.Name, f.Key, err)
+		}
+		k, err := plainConstant(p.Type, v)
+		if err != nil {
+			return nil, fmt.Errorf("partition column %q of %s: %w", p.Name, f.Key, err)
+		}
+		out.Columns[i].Const = k
+	}
+	return out, nil
+}
+
+// hasParts reports whether the shape serves partition columns.
+func (s *snapShape) hasParts() bool {
+	for _, p := range s.parts {
+		if p != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// parquetElements returns the Parquet schema elements of a column of
+// Delta type t, as Spark writes them: depth first, optional, 3-level
+// lists and maps.
+func parquetElements(name string, t delta.DataType) ([]format.SchemaElement, error) {
+	opt := thrift.New(format.Optional)
+	switch t := t.(type) {
+	case delta.DecimalType:
+		return []format.SchemaElement{decimalElement(name, t)}, nil
+	case delta.PrimitiveType:
+		el, err := primitiveElement(name, t.Name)
+		return []format.SchemaElement{el}, err
+	case *delta.StructType:
+		out := []format.SchemaElement{{Name: name, RepetitionType: opt, NumChildren: thrift.New(int32(len(t.Fields)))}}
+		for _, f := range t.Fields {
+			els, err := parquetElements(f.Name, f.Type)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, els...)
+		}
+		return out, nil
+	case *delta.ArrayType:
+		els, err := parquetElements("element", t.ElementType)
+		if err != nil {
+			return nil, err
+		}
+		return append([]format.SchemaElement{
+			{Name: name, RepetitionType: opt, NumChildren: thrift.New(int32(1)),
+				ConvertedType: thrift.New(deprecated.List), LogicalType: format.LogicalType{Value: &format.ListType{}}},
+			{Name: "list", RepetitionType: thrift.New(format.Repeated), NumChildren: thrift.New(int32(1))},
+		}, els...), nil
+	case *delta.MapType:
+		key, err := parquetElements("key", t.KeyType)
+		if err != nil {
+			return nil, err
+		}
+		key[0].RepetitionType = thrift.New(format.Required)
+		val, err := parquetElements("value", t.ValueType)
+		if err != nil {
+			return nil, err
+		}
+		out := []format.SchemaElement{
+			{Name: name, RepetitionType: opt, NumChildren: thrift.New(int32(1)),
+				ConvertedType: thrift.New(deprecated.Map), LogicalType: format.LogicalType{Value: &format.MapType{}}},
+			{Name: "key_value", RepetitionType: thrift.New(format.Repeated), NumChildren: thrift.New(int32(2))},
+		}
+		return append(append(out, key...), val...), nil
+	}
+	return nil, fmt.Errorf("type %s has no Parquet form here", t)
+}
+
+// primitiveElement returns the optional leaf of a Delta primitive type.
+func primitiveElement(name, typ string) (format.SchemaElement, error) {
+	el := format.SchemaElement{Name: name, RepetitionType: thrift.New(format.Optional)}
+	set := func(pt format.Type, lt format.LogicalTypeValue, ct deprecated.ConvertedType, hasCT bool) {
+		el.Type = thrift.New(pt)
+		if lt != nil {
+			el.LogicalType = format.LogicalType{Value: lt}
+		}
+		if hasCT {
+			el.ConvertedType = thrift.New(ct)
+		}
+	}
+	switch typ {
+	case "string":
+		set(format.ByteArray, &format.StringType{}, deprecated.UTF8, true)
+	case "binary":
+		set(format.ByteArray, nil, 0, false)
+	case "boolean":
+		set(format.Boolean, nil, 0, false)
+	case "byte":
+		set(format.Int32, &format.IntType{BitWidth: 8, IsSigned: true}, deprecated.Int8, true)
+	case "short":
+		set(format.Int32, &format.IntType{BitWidth: 16, IsSigned: true}, deprecated.Int16, true)
+	case "integer":
+		set(format.Int32, nil, 0, false)
+	case "long":
+		set(format.Int64, nil, 0, false)
+	case "float":
+		set(format.Float, nil, 0, false)
+	case "double":
+		set(format.Double, nil, 0, false)
+	case "date":
+		set(format.Int32, &format.DateType{}, deprecated.Date, true)
+	case "timestamp":
+		set(format.Int64, &format.TimestampType{IsAdjustedToUTC: true, Unit: format.TimeUnit{Value: &format.MicroSeconds{}}}, deprecated.TimestampMicros, true)
+	case "timestamp_ntz":
+		set(format.Int64, &format.TimestampType{IsAdjustedToUTC: false, Unit: format.TimeUnit{Value: &format.MicroSeconds{}}}, 0, false)
+	default:
+		return el, fmt.Errorf("type %s has no Parquet form here", typ)
+	}
+	return el, nil
+}
+
+// decimalElement returns the optional leaf of decimal(p,s): INT32 up to
+// 9 digits, INT64 up to 18, else the smallest FIXED_LEN_BYTE_ARRAY.
+func decimalElement(name string, d delta.DecimalType) format.SchemaElement {
+	el := format.SchemaElement{Name: name, RepetitionType: thrift.New(format.Optional),
+		ConvertedType: thrift.New(deprecated.Decimal),
+		Precision:     thrift.New(int32(d.Precision)), Scale: thrift.New(int32(d.Scale)),
+		LogicalType: format.LogicalType{Value: &format.DecimalType{Precision: int32(d.Precision), Scale: int32(d.Scale)}}}
+	switch {
+	case d.Precision <= 9:
+		el.Type = thrift.New(format.Int32)
+	case d.Precision <= 18:
+		el.Type = thrift.New(format.Int64)
+	default:
+		el.Type = thrift.New(format.FixedLenByteArray)
+		el.TypeLength = thrift.New(int32(decimalBytes(d.Precision)))
+	}
+	return el
+}
+
+// decimalBytes is the fewest bytes whose two's complement holds every
+// unscaled value of p digits.
+func decimalBytes(p int) int {
+	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p)), nil)
+	return (limit.BitLen() + 1 + 7) / 8 // sign bit included
+}
+
+// plainConstant returns the PLAIN encoding of partition value v (as
+// delta.ParsePartitionValue gives it) for the leaf of type t.
+func plainConstant(t delta.DataType, v any) (*pqfile.Constant, error) {
+	if v == nil {
+		return &pqfile.Constant{Null: true}, nil
+	}
+	if d, ok := t.(delta.DecimalType); ok {
+		return decimalConstant(d, v)
+	}
+	le32 := func(x uint32) []byte { return binary.LittleEndian.AppendUint32(nil, x) }
+	le64 := func(x uint64) []byte { return binary.LittleEndian.AppendUint64(nil, x) }
+	var b []byte
+	switch x := v.(type) {
+	case string:
+		b = []byte(x)
+	case []byte:
+		b = x
+	case bool:
+		b = []byte{0}
+		if x {
+			b[0] = 1
+		}
+	case int64:
+		if t.String() == "long" {
+			b = le64(uint64(x))
+		} else {
+			b = le32(uint32(int32(x)))
+		}
+	case float64:
+		if t.String() == "float" {
+			b = le32(math.Float32bits(float32(x)))
+		} else {
+			b = le64(math.Float64bits(x))
+		}
+	case time.Time:
+		switch t.String() {
+		case "date":
+			days := x.Unix() / 86400
+			if x.Unix() < 0 && x.Unix()%86400 != 0 {
+				days--
+			}
+			b = le32(uint32(int32(days)))
+		default: // timestamp (UTC) and timestamp_ntz (wall clock as UTC fields)
+			b = le64(uint64(x.UnixMicro()))
+		}
+	default:
+		return nil, fmt.Errorf("partition value of Go type %T", v)
+	}
+	return &pqfile.Constant{Plain: b}, nil
+}
+
+// decimalConstant returns the PLAIN encoding of a decimal partition value
+// in decimalElement's physical type.
+func decimalConstant(d delta.DecimalType, v any) (*pqfile.Constant, error) {
+	r, ok := v.(*big.Rat)
+	if !ok {
+		return nil, fmt.Errorf("decimal partition value of Go type %T", v)
+	}
+	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.Scale)), nil)
+	scaled := new(big.Rat).Mul(r, new(big.Rat).SetInt(pow))
+	if !scaled.IsInt() {
+		return nil, fmt.Errorf("decimal partition value %s has more than %d fraction digits", r.FloatString(d.Scale+2), d.Scale)
+	}
+	u := scaled.Num()
+	switch {
+	case d.Precision <= 9:
+		return &pqfile.Constant{Plain: binary.LittleEndian.AppendUint32(nil, uint32(int32(u.Int64())))}, nil
+	case d.Precision <= 18:
+		return &pqfile.Constant{Plain: binary.LittleEndian.AppendUint64(nil, uint64(u.Int64()))}, nil
+	}
+	return &pqfile.Constant{Plain: twosComplement(u, decimalBytes(d.Precision))}, nil
+}
+
+// twosComplement returns u as n big-endian two's complement bytes.
+func twosComplement(u *big.Int, n int) []byte {
+	out := make([]byte, n)
+	x := new(big.Int).Set(u)
+	if x.Sign() < 0 {
+		x.Add(x, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
+	}
+	x.FillBytes(out)
+	return out
+}
+
+// shapes caches the shapes of recent schemas: every snapshot of a table
+// with one schema shares one, and building one walks the whole schema.
+var shapes = struct {
+	sync.Mutex
+	m map[shapeKey]*snapShape // guarded by the mutex; cleared when full
+}{m: map[shapeKey]*snapShape{}}
+
+type shapeKey struct {
+	schema, parts string
+	withParts     bool
+}
+
+// maxShapes bounds the cache: a mount sees few schemas at once.
+const maxShapes = 256
+
+// cachedShape returns shapeOf(snap, withParts), from the cache.
+func cachedShape(snap *delta.Snapshot, withParts bool) (*snapShape, error) {
+	md := snap.Metadata()
+	k := shapeKey{md.SchemaString, strings.Join(md.PartitionColumns, "\x00"), withParts}
+	shapes.Lock()
+	s := shapes.m[k]
+	shapes.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	s, err := shapeOf(snap, withParts)
+	if err != nil {
+		return nil, err
+	}
+	shapes.Lock()
+	if len(shapes.m) >= maxShapes {
+		clear(shapes.m)
+	}
+	shapes.m[k] = s
+	shapes.Unlock()
+	return s, nil
+}
