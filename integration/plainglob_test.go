@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -221,4 +222,86 @@ func TestPlainGlobFixtures(t *testing.T) {
 	t.Run("partitions-in-files", func(t *testing.T) {
 		checkPlainGlobs(t, fixtureGlobCases(t, mount.Config{PartitionColumns: true}), true)
 	})
+}
+
+// TestPlainGlobAfterAppends: files appended through the inbox without a
+// nullable column, with their columns in another order, with a narrower
+// integer type, and a table whose schema then grows (a metadata commit
+// adding a column): a plain DuckDB glob over @latest, in either name
+// order, sees the table's columns in the schema's order and every row.
+func TestPlainGlobAfterAppends(t *testing.T) {
+	testenv.RequireFUSE(t)
+	root, tdir := mountCopy(t, fixtureAppend, mount.Config{})
+	inbox := filepath.Join(tdir, "inbox")
+	// The fixture holds 5 rows: numbers 1..5, a_float never null.
+	duckdbRun(t, fmt.Sprintf(`COPY (SELECT 'x' AS letter, 10 AS number) TO '%s' (FORMAT parquet)`,
+		filepath.Join(inbox, "aaa-missing-a_float.parquet")))
+	duckdbRun(t, fmt.Sprintf(`COPY (SELECT 2.5::DOUBLE AS a_float, 20 AS number, 'y' AS letter) TO '%s' (FORMAT parquet)`,
+		filepath.Join(inbox, "zzz-reordered.parquet")))
+	duckdbRun(t, fmt.Sprintf(`COPY (SELECT 'w' AS letter, 30::INTEGER AS number) TO '%s' (FORMAT parquet)`,
+		filepath.Join(inbox, "mmm-narrow-number.parquet")))
+	grow(t, root, `{"name":"extra","type":"long","nullable":true,"metadata":{}}`)
+	want := latestSnapshot(t, root).Version()
+	if !eventually(10*time.Second, func() bool {
+		target, err := os.Readlink(filepath.Join(tdir, "@latest"))
+		return err == nil && target == fmt.Sprintf("@v%d", want)
+	}) {
+		t.Fatalf("@latest does not reach v%d", want)
+	}
+	files, err := filepath.Glob(filepath.Join(tdir, "@latest", "*.parquet"))
+	if err != nil || len(files) != 5 {
+		t.Fatalf("@latest holds %d files (%v), want 5", len(files), err)
+	}
+	// DuckDB takes the schema from the first file it reads: both orders put
+	// an appended file first once, a Spark-written one the other time.
+	var sqls []string
+	for _, desc := range []bool{false, true} {
+		slices.Sort(files)
+		if desc {
+			slices.Reverse(files)
+		}
+		var quoted []string
+		for _, f := range files {
+			quoted = append(quoted, sqlStr(f))
+		}
+		list := "[" + strings.Join(quoted, ", ") + "]"
+		sqls = append(sqls,
+			fmt.Sprintf(`SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(%s))`, list),
+			fmt.Sprintf(`SELECT count(*), count(a_float), sum(number), count(extra), typeof(number) FROM read_parquet(%s) GROUP BY ALL`, list))
+	}
+	for i, o := range duckdbQueries(t, sqls) {
+		if o.Error != "" {
+			t.Fatalf("DuckDB over @latest: %s", o.Error)
+		}
+		var got []string
+		for _, r := range o.Rows {
+			for _, v := range r {
+				got = append(got, fmt.Sprint(*v))
+			}
+		}
+		want := "letter,number,a_float,extra"
+		if i%2 == 1 {
+			want = "8,6,75,0,BIGINT"
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("DuckDB query %d over @latest: %s, want %s", i, strings.Join(got, ","), want)
+		}
+	}
+}
+
+// grow commits a metadata action adding field (a Delta schema field's
+// JSON) to the table at root, as ALTER TABLE ADD COLUMN does.
+func grow(t *testing.T, root, field string) {
+	t.Helper()
+	snap := latestSnapshot(t, root)
+	md := *snap.Metadata()
+	md.SchemaString = strings.TrimSuffix(md.SchemaString, "]}") + "," + field + "]}"
+	line, err := json.Marshal(map[string]any{"metaData": md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(root, "_delta_log", fmt.Sprintf("%020d.json", snap.Version()+1))
+	if err := os.WriteFile(name, append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

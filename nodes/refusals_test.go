@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/serve"
 )
 
 // logBuffer is a bytes.Buffer safe for the mount's goroutines.
@@ -49,7 +51,12 @@ func TestSnapshotWriteRefusalsLoggedOnce(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	var logs logBuffer
 	env := NewEnv(Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
-	mnt := mountDirs(t, NewTableDir(env, "t", delta.Open(st, delta.Options{}), nil))
+	cache, err := blobcache.New(blobcache.Options{DiskDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cache.Close() })
+	mnt := mountDirs(t, NewTableDir(env, "t", delta.Open(st, delta.Options{}), serve.NewTable("t", st, cache, serve.Options{})))
 	snap := filepath.Join(mnt, "t", "@v1")
 	ents, err := os.ReadDir(snap)
 	if err != nil || len(ents) == 0 {
