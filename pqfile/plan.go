@@ -222,7 +222,7 @@ func mergeRanges(rs []byteRange) []byteRange {
 // computeSize fills outSize when it does not depend on re-encoding: the output is then laid out
 // without reading any data (only produced bytes are counted, source ranges by their length).
 func (p *Plan) computeSize() error {
-	if slices.ContainsFunc(p.groups, func(g group) bool { return g.action == Reencode }) {
+	if slices.ContainsFunc(p.groups, func(g group) bool { return g.action == Reencode }) || (p.shape != nil && p.shape.converted) {
 		return nil
 	}
 	var c countSink

@@ -43,7 +43,7 @@ func reencodeGroup(root *parquet.Column, rg parquet.RowGroup, src *format.RowGro
 		return nil, fmt.Errorf("%w: %d column writers for %d chunks", ErrUnsupported, len(dst), len(chunks))
 	}
 	err = forEachParallel(len(chunks), func(j int) error {
-		return filterColumn(dst[j], chunks[j], deleted, src.NumRows)
+		return filterColumnConv(dst[j], chunks[j], deleted, src.NumRows, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -120,10 +120,11 @@ func reencodable(codec format.CompressionCodec) bool {
 	return false
 }
 
-// filterColumn copies the values of the live rows of one column chunk to dst. A row starts at a
-// value with repetition level 0. Only whole rows are handed to dst; the values of a row that
-// continues on the next page are cloned, since a page's memory is reused once passed.
-func filterColumn(dst *parquet.ColumnWriter, chunk parquet.ColumnChunk, deleted []uint64, numRows int64) error {
+// filterColumnConv copies the values of the live rows of one column chunk to dst, each non-null
+// one converted by conv (nil: as they are). A row starts at a value with repetition level 0.
+// Only whole rows are handed to dst; the values of a row that continues on the next page are
+// cloned, since a page's memory is reused once passed.
+func filterColumnConv(dst *parquet.ColumnWriter, chunk parquet.ColumnChunk, deleted []uint64, numRows int64, conv converter) error {
 	r := parquet.NewColumnChunkValueReader(chunk)
 	defer r.Close()
 	buf := make([]parquet.Value, valueBatch)
@@ -143,6 +144,14 @@ func filterColumn(dst *parquet.ColumnWriter, chunk parquet.ColumnChunk, deleted 
 				return fmt.Errorf("%w: column %d starts inside a row", ErrCorrupt, chunk.Column())
 			}
 			if live {
+				if conv != nil && !v.IsNull() {
+					var err error
+					if v, err = conv(v); err != nil {
+						return fmt.Errorf("column %d: %w", chunk.Column(), err)
+					}
+				} else if conv != nil {
+					v = parquet.NullValue().Level(v.RepetitionLevel(), v.DefinitionLevel(), 0)
+				}
 				keep = append(keep, v)
 			}
 		}

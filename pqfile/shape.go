@@ -49,6 +49,7 @@ type Constant struct {
 type outLeaf struct {
 	src  int
 	gen  *genLeaf
+	conv *convLeaf // a source leaf served converted to a wider type
 	path []string
 }
 
@@ -62,9 +63,10 @@ type genLeaf struct {
 
 // shaping is a Plan's reshaping of its output: the output schema and leaves.
 type shaping struct {
-	schema []format.SchemaElement
-	leaves []outLeaf
-	orders []format.ColumnOrder // nil when the source had none
+	schema    []format.SchemaElement
+	leaves    []outLeaf
+	orders    []format.ColumnOrder // nil when the source had none
+	converted bool                 // some leaf is converted: the output's size is known once encoded
 }
 
 // applyShape computes the reshaping of meta (renamed) to s, or nil when the source already has
@@ -118,16 +120,43 @@ func (s *shaping) addSource(t *SchemaTree, n *SchemaNode, want []format.SchemaEl
 	for k := start; k < end; k++ {
 		el := *t.Nodes[k].Element
 		if leaf := t.Nodes[k].Leaf; leaf >= 0 {
+			out := outLeaf{src: leaf, path: t.path(k, func(j int) string { return t.Nodes[j].Name() })}
 			if same {
 				var wide bool
 				el, wide = serveLeafAs(&el, &want[k-start])
+				if !wide {
+					el, out.conv = s.convertLeaf(t, k, &want[k-start])
+					wide = out.conv != nil
+				}
 				widened = widened || wide
 			}
-			s.leaves = append(s.leaves, outLeaf{src: leaf, path: t.path(k, func(j int) string { return t.Nodes[j].Name() })})
+			s.leaves = append(s.leaves, out)
 		}
 		s.schema = append(s.schema, el)
 	}
 	return widened
+}
+
+// convertLeaf returns the element and converter of the source leaf at element k when the
+// shape's leaf want is a wider type in another physical type (the leaf keeps its name,
+// repetition and field id), else the source element and nil.
+func (s *shaping) convertLeaf(t *SchemaTree, k int, want *format.SchemaElement) (format.SchemaElement, *convLeaf) {
+	el := t.Nodes[k].Element
+	if el.Type == want.Type {
+		return *el, nil
+	}
+	conv := widening(el, want)
+	if conv == nil {
+		return *el, nil
+	}
+	schema, err := convSchema(t, k, want.Type.V, int(want.TypeLength.V))
+	if err != nil {
+		return *el, nil
+	}
+	out := *want
+	out.Name, out.RepetitionType, out.FieldID = el.Name, el.RepetitionType, el.FieldID
+	s.converted = true
+	return out, &convLeaf{conv: conv, schema: schema}
 }
 
 // addMadeUp appends a column the source lacks (all nulls) or a constant.
@@ -303,7 +332,9 @@ func (s *shaping) shapedMeta(meta *format.FileMetaData) {
 // shapedGroup returns the output row group for rg (its chunks already at their output offsets,
 // in source column order, with statistics edits edits) with rows rows: the shape's leaves in
 // order, made-up chunks laid out from pos, whose bytes it returns.
-func (s *shaping) shapedGroup(rg format.RowGroup, edits []statsEdit, rows, pos int64) (format.RowGroup, []statsEdit, []byte, error) {
+// convert encodes a converted leaf's chunk at pos (Plan.convertedChunk for the row group).
+func (s *shaping) shapedGroup(rg format.RowGroup, edits []statsEdit, rows, pos int64,
+	convert func(col int, c *convLeaf, pos int64) (format.ColumnChunk, []byte, error)) (format.RowGroup, []statsEdit, []byte, error) {
 	out := rg
 	out.Columns = make([]format.ColumnChunk, len(s.leaves))
 	var outEdits []statsEdit
@@ -313,7 +344,17 @@ func (s *shaping) shapedGroup(rg format.RowGroup, edits []statsEdit, rows, pos i
 	var gen []byte
 	out.TotalByteSize, out.TotalCompressedSize = 0, 0
 	for i, l := range s.leaves {
-		if l.src >= 0 {
+		if l.conv != nil {
+			var b []byte
+			var err error
+			if out.Columns[i], b, err = convert(l.src, l.conv, pos+int64(len(gen))); err != nil {
+				return out, nil, nil, err
+			}
+			gen = append(gen, b...)
+			if edits != nil {
+				outEdits[i] = keepStats
+			}
+		} else if l.src >= 0 {
 			if l.src >= len(rg.Columns) {
 				return out, nil, nil, fmt.Errorf("%w: row group has no column %d", ErrCorrupt, l.src)
 			}

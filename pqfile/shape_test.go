@@ -183,3 +183,83 @@ func TestShapeIdentityAndRefusals(t *testing.T) {
 		t.Errorf("a shape column without schema: err = %v, want ErrInvalidArgument", bad)
 	}
 }
+
+// oldRow is a file written before the table widened its types (Delta "Type Widening").
+type oldRow struct {
+	N    int32   `parquet:"n"`
+	F    float32 `parquet:"f,optional"`
+	D    int32   `parquet:"d,date"`
+	Dec  int32   `parquet:"dec,decimal(2:5)"`
+	Tags []int32 `parquet:"tags,list"`
+}
+
+func TestShapeConvertsWidenedTypes(t *testing.T) {
+	rows := make([]oldRow, 1000)
+	for i := range rows {
+		rows[i] = oldRow{N: int32(i), F: float32(i) / 4, D: int32(19000 + i%10), Dec: int32(i * 100), Tags: []int32{int32(i), -int32(i)}}
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[oldRow](&buf, parquet.MaxRowsPerRowGroup(300))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	src := buf.Bytes()
+	dec := optLeaf("dec", format.Int64, &format.DecimalType{Precision: 12, Scale: 4})
+	dec.ConvertedType, dec.Precision, dec.Scale = thrift.New(deprecated.Decimal), thrift.New(int32(12)), thrift.New(int32(4))
+	shape := &Shape{Columns: []ShapeColumn{
+		{Schema: []format.SchemaElement{optLeaf("n", format.Int64, nil)}},
+		{Schema: []format.SchemaElement{optLeaf("f", format.Double, nil)}},
+		{Schema: []format.SchemaElement{optLeaf("d", format.Int64, &format.TimestampType{Unit: format.TimeUnit{Value: &format.MicroSeconds{}}})}},
+		{Schema: []format.SchemaElement{dec}},
+		{Schema: []format.SchemaElement{
+			{Name: "tags", RepetitionType: thrift.New(format.Optional), NumChildren: thrift.New(int32(1)), ConvertedType: thrift.New(deprecated.List)},
+			{Name: "list", RepetitionType: thrift.New(format.Repeated), NumChildren: thrift.New(int32(1))},
+			optLeaf("element", format.Int64, nil),
+		}},
+	}}
+	del := roaring64.BitmapOf(0, 1, 299, 300, 999)
+	for _, c := range []struct {
+		name string
+		del  *roaring64.Bitmap
+	}{{"footer-only", nil}, {"deleted-rows", del}} {
+		t.Run(c.name, func(t *testing.T) {
+			out := shaped(t, src, c.del, shape)
+			path := filepath.Join(t.TempDir(), "f.parquet")
+			if err := os.WriteFile(path, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cols := duckQuery(t, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('"+path+"'))")
+			var got []string
+			for _, r := range cols {
+				got = append(got, fmt.Sprint(r["column_name"], " ", r["column_type"]))
+			}
+			want := []string{"n BIGINT", "f DOUBLE", "d TIMESTAMP", "dec DECIMAL(12,4)", "tags BIGINT[]"}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("DuckDB sees columns %q, want %q", got, want)
+			}
+			var live, sumN, sumTag int64
+			var sumF float64
+			days := map[int64]bool{}
+			for i := range int64(1000) {
+				if c.del != nil && c.del.Contains(uint64(i)) {
+					continue
+				}
+				live, sumN, sumF, sumTag = live+1, sumN+i, sumF+float64(i)/4, sumTag+i
+				days[19000+i%10] = true
+			}
+			r := duckQuery(t, "SELECT count(*)::VARCHAR c, sum(n)::VARCHAR n, (sum(f) * 4)::BIGINT::VARCHAR f, sum(dec)::VARCHAR dsum, "+
+				"sum(list_sum(list_transform(tags, x -> abs(x))))::VARCHAR tags, count(DISTINCT d)::VARCHAR d, "+
+				"min(d)::VARCHAR mind FROM read_parquet('"+path+"')")[0]
+			wantR := map[string]string{"c": itoa(live), "n": itoa(sumN), "f": itoa(int64(sumF * 4)), "dsum": itoa(sumN) + ".0000",
+				"tags": itoa(2 * sumTag), "d": itoa(int64(len(days))), "mind": "2022-01-08 00:00:00"}
+			for k, v := range wantR {
+				if r[k] != v {
+					t.Errorf("DuckDB %s = %v, want %v", k, r[k], v)
+				}
+			}
+		})
+	}
+}

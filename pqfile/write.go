@@ -61,9 +61,10 @@ func (p *Plan) emit(s sink) error {
 		meta := p.outputMeta()
 		meta.NumRows = p.meta.NumRows
 		var edits [][]statsEdit
+		var file decodeFile
 		for i := range p.meta.RowGroups {
 			rg := p.meta.RowGroups[i]
-			rg, e, err := p.emitShaped(s, rg, p.stats[i])
+			rg, e, err := p.emitShaped(s, rg, p.stats[i], p.converter(&file, i, nil))
 			if err != nil {
 				return fmt.Errorf("row group %d: %w", i, err)
 			}
@@ -78,11 +79,12 @@ func (p *Plan) emit(s sink) error {
 // emitShaped returns the output form of rg, whose chunks are already at their output offsets
 // with statistics edits edits, and sends the bytes of its made-up chunks; without a shape it
 // returns rg and edits.
-func (p *Plan) emitShaped(s sink, rg format.RowGroup, edits []statsEdit) (format.RowGroup, []statsEdit, error) {
+func (p *Plan) emitShaped(s sink, rg format.RowGroup, edits []statsEdit,
+	convert func(col int, c *convLeaf, pos int64) (format.ColumnChunk, []byte, error)) (format.RowGroup, []statsEdit, error) {
 	if p.shape == nil {
 		return rg, edits, nil
 	}
-	out, outEdits, gen, err := p.shape.shapedGroup(rg, edits, rg.NumRows, s.pos())
+	out, outEdits, gen, err := p.shape.shapedGroup(rg, edits, rg.NumRows, s.pos(), convert)
 	if err != nil {
 		return out, nil, err
 	}
@@ -90,6 +92,18 @@ func (p *Plan) emitShaped(s sink, rg format.RowGroup, edits []statsEdit) (format
 		err = s.bytes(gen)
 	}
 	return out, outEdits, err
+}
+
+// converter returns the encoder of converted chunks of source row group i without the rows at
+// the sorted relative indexes deleted, decoding through file.
+func (p *Plan) converter(file *decodeFile, i int, deleted []uint64) func(col int, c *convLeaf, pos int64) (format.ColumnChunk, []byte, error) {
+	return func(col int, c *convLeaf, pos int64) (format.ColumnChunk, []byte, error) {
+		f, err := file.get(p)
+		if err != nil {
+			return format.ColumnChunk{}, nil, err
+		}
+		return p.convertedChunk(f, i, col, c, deleted, pos)
+	}
 }
 
 // emitRowGroups sends the magic (the source's first bytes, checked by readFooter), every kept row
@@ -100,6 +114,7 @@ func (p *Plan) emitRowGroups(s sink) error {
 	}
 	meta := p.outputMeta()
 	var edits [][]statsEdit // per output row group, as meta.RowGroups
+	var file decodeFile
 	re, err := p.startReencoding()
 	if err != nil {
 		return err
@@ -131,7 +146,7 @@ func (p *Plan) emitRowGroups(s sink) error {
 		if g.action == Copy {
 			e = p.stats[i]
 		}
-		if rg, e, err = p.emitShaped(s, rg, e); err != nil {
+		if rg, e, err = p.emitShaped(s, rg, e, p.converter(&file, i, g.deleted)); err != nil {
 			return fmt.Errorf("row group %d: %w", i, err)
 		}
 		meta.RowGroups, edits = append(meta.RowGroups, rg), append(edits, e)
