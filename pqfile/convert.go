@@ -38,11 +38,17 @@ func widening(el, want *format.SchemaElement) converter {
 	case toDec && (fromDec || fromInt || (from == format.Int64 && !fromDec)):
 		return decimalWidening(el, to, wp, ws, int(want.TypeLength.V))
 	case fromInt && to == format.Int64 && !toDec:
-		return func(v parquet.Value) (parquet.Value, error) { return relevel(parquet.Int64Value(int64(v.Int32())), v), nil }
+		return func(v parquet.Value) (parquet.Value, error) {
+			return relevel(parquet.Int64Value(int64(v.Int32())), v), nil
+		}
 	case fromInt && to == format.Double:
-		return func(v parquet.Value) (parquet.Value, error) { return relevel(parquet.DoubleValue(float64(v.Int32())), v), nil }
+		return func(v parquet.Value) (parquet.Value, error) {
+			return relevel(parquet.DoubleValue(float64(v.Int32())), v), nil
+		}
 	case from == format.Float && to == format.Double:
-		return func(v parquet.Value) (parquet.Value, error) { return relevel(parquet.DoubleValue(float64(v.Float())), v), nil }
+		return func(v parquet.Value) (parquet.Value, error) {
+			return relevel(parquet.DoubleValue(float64(v.Float())), v), nil
+		}
 	case fromDate && to == format.Int64:
 		if ts, ok := want.LogicalType.Value.(*format.TimestampType); ok && !ts.IsAdjustedToUTC && ts.Unit.Value != nil {
 			perDay := int64(86400) * unitsPerSecond(ts)
