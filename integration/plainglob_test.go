@@ -68,6 +68,50 @@ func duckdbQueries(t testing.TB, sqls []string) []duckdbOutcome {
 	return res
 }
 
+// polarsOutcome is one glob's result from scripts/polars-scan.mjs.
+type polarsOutcome struct {
+	Rows    int64    `json:"rows"`
+	Columns []string `json:"columns"`
+	Error   string   `json:"error"`
+}
+
+// polarsScans reads each glob with Polars' scanParquet.
+func polarsScans(t testing.TB, globs []string) []polarsOutcome {
+	t.Helper()
+	nodeDir := testenv.NodeDir(t, "nodejs-polars")
+	if nodeDir == "" {
+		t.FailNow()
+	}
+	in, err := json.Marshal(globs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(testenv.RepoRoot(t), "scripts", "polars-scan.mjs"))
+	cmd.Dir = nodeDir
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node polars-scan.mjs: %v\n%s", err, stderr.Bytes())
+	}
+	var res []polarsOutcome
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var o polarsOutcome
+		if err := dec.Decode(&o); err != nil {
+			t.Fatalf("polars-scan.mjs output: %v", err)
+		}
+		res = append(res, o)
+	}
+	if len(res) != len(globs) {
+		t.Fatalf("polars-scan.mjs answered %d of %d globs\n%s", len(res), len(globs), stderr.Bytes())
+	}
+	return res
+}
+
 // sqlStr quotes s as a SQL string literal.
 func sqlStr(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
@@ -185,6 +229,44 @@ func checkPlainGlobs(t *testing.T, cases []globCase, partitionsInFiles bool) {
 		passed++
 	}
 	t.Logf("plain glob: %d of %d table versions read as expected (partition columns in files: %v)", passed, len(cases), partitionsInFiles)
+	checkPolars(t, cases, colsOf, emptyExpected, partitionsInFiles)
+}
+
+// checkPolars reads every case with Polars, the second plain reader: it
+// must read the expected number of rows with every expected column (the
+// partition columns only when the files carry them), or, for an empty
+// snapshot, find no files.
+func checkPolars(t *testing.T, cases []globCase, colsOf []map[string]string, empty []bool, partitionsInFiles bool) {
+	var globs, counts []string
+	for _, c := range cases {
+		globs = append(globs, c.glob)
+		counts = append(counts, fmt.Sprintf("SELECT count(*) FROM read_parquet(%s)", sqlStr(filepath.Join(c.expected, "**", "*.parquet"))))
+	}
+	want := duckdbQueries(t, counts)
+	passed := 0
+	for i, o := range polarsScans(t, globs) {
+		c := cases[i]
+		if o.Error != "" {
+			if !empty[i] {
+				t.Errorf("%s@%s: Polars scanParquet(%s): %s", c.fixture, c.version, c.glob, o.Error)
+			} else {
+				passed++
+			}
+			continue
+		}
+		var missing []string
+		for col := range colsOf[i] {
+			if (partitionsInFiles || !slices.Contains(c.partitions, col)) && !slices.Contains(o.Columns, col) {
+				missing = append(missing, col)
+			}
+		}
+		if fmt.Sprint(o.Rows) != *want[i].Rows[0][0] || len(missing) > 0 {
+			t.Errorf("%s@%s: Polars reads %d rows, expected %s; columns %q, missing %q", c.fixture, c.version, o.Rows, *want[i].Rows[0][0], o.Columns, missing)
+			continue
+		}
+		passed++
+	}
+	t.Logf("Polars: %d of %d table versions read as expected", passed, len(cases))
 }
 
 // fixtureGlobCases mounts every fixture with expected content in one mount

@@ -4,8 +4,8 @@
 # Idempotent: a tool already installed at its pinned version is skipped.
 #
 # Usage: scripts/install-tools.sh TOOL|GROUP...
-#   tools:  cc fuse3 rsync staticcheck gotestsum nfpm duckdb versitygw fake-gcs-server azurite
-#   groups: dev     = staticcheck gotestsum nfpm duckdb (make tools)
+#   tools:  cc fuse3 rsync staticcheck gotestsum nfpm duckdb polars versitygw fake-gcs-server azurite
+#   groups: dev     = staticcheck gotestsum nfpm duckdb polars (make tools)
 #           servers = versitygw fake-gcs-server azurite (make tools-servers)
 #           system  = cc fuse3 rsync (apt packages; needs root)
 #           ci      = system + dev
@@ -24,6 +24,7 @@ VERSITYGW_VERSION=v1.8.0
 FAKE_GCS_VERSION=v1.56.1
 AZURITE_VERSION=3.35.0       # 3.37 needs Node 22
 DUCKDB_NODE_VERSION=1.5.6-r.1
+POLARS_NODE_VERSION=0.25.2   # newer releases' platform packages are not all served
 
 log() { printf 'install-tools: %s\n' "$*" >&2; }
 
@@ -85,8 +86,15 @@ install_one() {
     fake-gcs-server) go_tool fake-gcs-server github.com/fsouza/fake-gcs-server github.com/fsouza/fake-gcs-server "$FAKE_GCS_VERSION" ;;
     nfpm) go_tool nfpm github.com/goreleaser/nfpm/v2/cmd/nfpm github.com/goreleaser/nfpm/v2 "$NFPM_VERSION" ;;
     duckdb) npm_pkg @duckdb/node-api "$DUCKDB_NODE_VERSION" ;;
+    polars)
+      npm_pkg nodejs-polars "$POLARS_NODE_VERSION"
+      case $(uname -m) in
+        x86_64) npm_pkg nodejs-polars-linux-x64-gnu "$POLARS_NODE_VERSION" ;;
+        aarch64) npm_pkg nodejs-polars-linux-arm64-gnu "$POLARS_NODE_VERSION" ;;
+        *) log "polars: no nodejs-polars build for $(uname -m)" ;;
+      esac ;;
     azurite) npm_pkg azurite "$AZURITE_VERSION" ;;
-    dev) install_one staticcheck; install_one gotestsum; install_one nfpm; install_one duckdb ;;
+    dev) install_one staticcheck; install_one gotestsum; install_one nfpm; install_one duckdb; install_one polars ;;
     servers) install_one versitygw; install_one fake-gcs-server; install_one azurite ;;
     system) install_one cc; install_one fuse3; install_one rsync ;;
     ci) install_one system; install_one dev ;;
