@@ -1,6 +1,7 @@
 package pqfile
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -380,17 +381,47 @@ func (s *shaping) shapedGroup(rg format.RowGroup, edits []statsEdit, rows, pos i
 	return out, outEdits, gen, nil
 }
 
+// tailGuess is how much of a file's end ShapeNeeded reads at once: the footers of most files
+// fit, so one read (one ranged GET of a remote object) usually decides.
+const tailGuess = 64 << 10
+
 // ShapeNeeded reports whether the Parquet file src (size bytes) must be reshaped to be served in
-// shape: it reads only the footer.
+// shape. It reads only the file's end: usually one read of up to 64 KiB, and a second one for a
+// larger footer.
 func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape) (bool, error) {
-	f, err := readFooter(src, size)
+	if size < int64(len(magic))+trailerLen {
+		return false, fmt.Errorf("%w: file of %d bytes is too small", ErrCorrupt, size)
+	}
+	tail := make([]byte, min(size, tailGuess))
+	if err := readFull(src, tail, size-int64(len(tail))); err != nil {
+		return false, fmt.Errorf("read parquet footer: %w", err)
+	}
+	trailer := tail[len(tail)-trailerLen:]
+	if string(trailer[4:]) == magicEncrypt {
+		return false, fmt.Errorf("%w: encrypted footer (magic PARE)", ErrEncrypted)
+	}
+	if string(trailer[4:]) != magic {
+		return false, fmt.Errorf("%w: bad magic %q at the end", ErrCorrupt, trailer[4:])
+	}
+	n := int64(binary.LittleEndian.Uint32(trailer[:4]))
+	if n > maxFooterLen || size-trailerLen-n < int64(len(magic)) {
+		return false, fmt.Errorf("%w: footer length %d does not fit a file of %d bytes", ErrCorrupt, n, size)
+	}
+	buf := tail[max(0, int64(len(tail))-trailerLen-n) : len(tail)-trailerLen]
+	if int64(len(buf)) < n {
+		buf = make([]byte, n)
+		if err := readFull(src, buf, size-trailerLen-n); err != nil {
+			return false, fmt.Errorf("read parquet footer: %w", err)
+		}
+	}
+	var meta format.FileMetaData
+	if err := decodeFooter(buf, &meta); err != nil {
+		return false, err
+	}
+	tree, err := BuildSchemaTree(meta.Schema)
 	if err != nil {
 		return false, err
 	}
-	tree, err := BuildSchemaTree(f.meta.Schema)
-	if err != nil {
-		return false, err
-	}
-	s, err := applyShape(&f.meta, tree, shape)
+	s, err := applyShape(&meta, tree, shape)
 	return s != nil, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 
-	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/pqfile"
 )
 
@@ -14,8 +13,8 @@ import (
 // pass it through.
 type compositeContent struct {
 	layout *pqfile.Layout
-	src    Content             // the stored file
-	entry  *blobcache.DiskFile // the patch is at its start
+	src    Content     // the stored file
+	entry  patchReader // the patch: a disk cache entry (at its start) or memory
 }
 
 var _ Content = (*compositeContent)(nil)

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
@@ -21,6 +25,13 @@ import (
 // (re-encoded row groups and the new footer) goes to the disk cache,
 // keyed by what the bytes derive from: the table, the file (path, size,
 // modification time), the deletion vector id and the column mapping.
+
+// A rewrite that needs no data decoded (no row deleted, no value
+// converted: new names, the snapshot's columns, partition constants) is
+// laid out from the footer alone, in memory: its patch is the new footer
+// and a few bytes per made-up column chunk, cheaper to compute again than
+// to write to disk and check. Those patches are kept in memory, in a
+// byte-bounded LRU per table; every other patch goes to the disk cache.
 
 // openRewritten returns the rewritten bytes of f.
 func (t *Table) openRewritten(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error) {
@@ -39,7 +50,7 @@ func (t *Table) openRewritten(ctx context.Context, snap *delta.Snapshot, f *delt
 // derive returns the layout of the rewritten file and its open cache entry,
 // building the entry once (the disk cache checks an entry this process did
 // not build before handing it out).
-func (t *Table) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (*pqfile.Layout, *blobcache.DiskFile, error) {
+func (t *Table) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (*pqfile.Layout, patchReader, error) {
 	rename, mapping, err := renameFor(snap)
 	if err != nil {
 		return nil, nil, err
@@ -54,6 +65,11 @@ func (t *Table) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveF
 	}
 	key := strings.Join([]string{"deltafs-composite/v3", t.store.String(), f.Key,
 		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping, shape.sum}, "|")
+	if f.Add.DeletionVector == nil {
+		if l, p, ok, err := t.footerRewrite(ctx, snap, f, key, rename, fs); ok || err != nil {
+			return l, p, err
+		}
+	}
 	build := t.progress(snap, f, func(w io.Writer) error {
 		src, err := t.openStored(ctx, f)
 		if err != nil {
@@ -117,4 +133,95 @@ func renameFor(snap *delta.Snapshot) (*pqfile.Rename, string, error) {
 		return last, last != p[len(p)-1]
 	}}
 	return r, hex.EncodeToString(sum[:12]), nil
+}
+
+// patchReader holds the patch of a composite: a disk cache entry, or
+// bytes in memory.
+type patchReader interface {
+	io.ReaderAt
+	Close() error
+}
+
+// memPatch is a patch kept in memory.
+type memPatch struct{ *bytes.Reader }
+
+func (memPatch) Close() error { return nil }
+
+// memEntry is a footer-only rewrite kept in memory.
+type memEntry struct {
+	layout *pqfile.Layout
+	patch  []byte
+}
+
+// footerRewrite returns the layout and patch of f from memory, or lays
+// them out from f's footer when nothing needs decoding; ok is false when
+// the rewrite needs data decoded (the caller uses the disk cache).
+func (t *Table) footerRewrite(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, key string, rename *pqfile.Rename, shape *pqfile.Shape) (*pqfile.Layout, patchReader, bool, error) {
+	if e, ok := t.mem.get(key); ok {
+		return e.layout, memPatch{bytes.NewReader(e.patch)}, true, nil
+	}
+	src, err := t.openStored(ctx, f)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer src.Close()
+	plan, err := planFor(ctx, snap, f, rename, shape, ctxReaderAt{ctx, src})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("materialize %s: %w", f.Key, err)
+	}
+	if _, known := plan.Size(); !known {
+		return nil, nil, false, nil
+	}
+	var buf bytes.Buffer
+	l, err := plan.WriteLayout(&buf)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("materialize %s: %w", f.Key, err)
+	}
+	t.mem.add(key, memEntry{layout: l, patch: buf.Bytes()})
+	return l, memPatch{bytes.NewReader(buf.Bytes())}, true, nil
+}
+
+// memPatches is a byte-bounded LRU of footer-only rewrites.
+type memPatches struct {
+	mu    sync.Mutex
+	lru   *lru.Cache[string, memEntry] // guarded by mu
+	bytes int64                        // guarded by mu: patch bytes held
+	limit int64
+}
+
+// memPatchBytes bounds the patches a table keeps in memory: about 16,000
+// footers of small files.
+const memPatchBytes = 16 << 20
+
+func newMemPatches(limit int64) *memPatches {
+	m := &memPatches{limit: limit}
+	m.lru, _ = lru.NewWithEvict(1<<20, func(_ string, e memEntry) { m.bytes -= entryBytes(e) })
+	return m
+}
+
+func entryBytes(e memEntry) int64 {
+	return int64(len(e.patch)) + 64*int64(len(e.layout.Segments())) + 128
+}
+
+func (m *memPatches) get(key string) (memEntry, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lru.Get(key)
+}
+
+func (m *memPatches) add(key string, e memEntry) {
+	n := entryBytes(e)
+	if n > m.limit/16 {
+		return // a large footer is rebuilt when needed, not kept
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lru.Contains(key) {
+		return
+	}
+	m.lru.Add(key, e)
+	m.bytes += n
+	for m.bytes > m.limit && m.lru.Len() > 0 {
+		m.lru.RemoveOldest()
+	}
 }

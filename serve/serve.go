@@ -15,6 +15,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -85,6 +86,10 @@ type Table struct {
 	cache *blobcache.Cache // block cache of remote objects, disk cache of patches
 	log   *slog.Logger
 	opts  Options
+	mem   *memPatches // footer-only rewrites
+	// verdicts remembers which stored files must be reshaped, so that a
+	// file listed in many versions has its footer read once.
+	verdicts *verdictCache
 }
 
 // NewTable returns the server of the data files of the table named name
@@ -94,7 +99,7 @@ func NewTable(name string, store delta.Storage, cache *blobcache.Cache, opts Opt
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts}
+	return &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts, mem: newMemPatches(memPatchBytes), verdicts: newVerdictCache(maxVerdicts)}
 }
 
 // Size returns the exact number of bytes f, a live file of snap, is
@@ -150,20 +155,34 @@ func (t *Table) rewritten(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	if shape.hasParts() {
 		return true, nil
 	}
-	if c == nil {
-		if c, err = t.openStored(ctx, f); err != nil {
-			return false, err
-		}
-		defer c.Close()
+	vk := verdictKey(f, shape)
+	if rw, ok := t.verdicts.get(vk); ok {
+		return rw, nil
 	}
 	fs, err := shape.forFile(f)
 	if err != nil {
 		return false, err
 	}
-	rw, err := pqfile.ShapeNeeded(ctxReaderAt{ctx, c}, c.Size(), fs)
+	var src io.ReaderAt
+	switch {
+	case c != nil:
+		src = ctxReaderAt{ctx, c}
+	case t.local != "":
+		if c, err = t.openStored(ctx, f); err != nil {
+			return false, err
+		}
+		defer c.Close()
+		src = ctxReaderAt{ctx, c}
+	default:
+		// One ranged GET of the object's end, past the block cache: a stat
+		// must not fetch whole blocks of every file it lists.
+		src = delta.NewReaderAt(ctx, t.store, f.Key)
+	}
+	rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs)
 	if err != nil {
 		return false, fmt.Errorf("data file %s: %w", f.Key, err)
 	}
+	t.verdicts.put(vk, rw)
 	return rw, nil
 }
 

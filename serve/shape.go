@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/big"
 	"strings"
@@ -346,4 +347,42 @@ func cachedShape(snap *delta.Snapshot, withParts bool) (*snapShape, error) {
 	shapes.m[k] = s
 	shapes.Unlock()
 	return s, nil
+}
+
+// verdictCache holds, per stored file and shape, whether the file must be
+// reshaped: 16 bytes an entry (a hash of the file's identity and the
+// shape), cleared when full.
+type verdictCache struct {
+	mu  sync.Mutex
+	m   map[uint64]bool // guarded by mu
+	max int
+}
+
+// maxVerdicts bounds a table's verdicts: 256 Ki files, about 8 MiB.
+const maxVerdicts = 256 << 10
+
+func newVerdictCache(n int) *verdictCache { return &verdictCache{m: map[uint64]bool{}, max: n} }
+
+func (v *verdictCache) get(k uint64) (bool, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	rw, ok := v.m[k]
+	return rw, ok
+}
+
+func (v *verdictCache) put(k uint64, rw bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.m) >= v.max {
+		clear(v.m)
+	}
+	v.m[k] = rw
+}
+
+// verdictKey identifies a stored file's bytes (path, size, modification
+// time) under a shape.
+func verdictKey(f *delta.LiveFile, s *snapShape) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s", f.Key, f.Add.Size, f.Add.ModificationTime, s.sum)
+	return h.Sum64()
 }
