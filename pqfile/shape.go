@@ -28,9 +28,13 @@ type Shape struct {
 
 // ShapeColumn is one top-level column of a Shape.
 type ShapeColumn struct {
+	// Name is the column's name.
+	Name string
 	// Schema is the column's subtree as the output schema gives it, depth first: Schema[0] is
-	// the column (its Name is the column's name), with NumChildren set on groups. It is used
-	// for a column the source lacks, and for the leaf annotations a source column widens to.
+	// the column, with NumChildren set on groups. It is used for a column the source lacks,
+	// and for the types a source column widens to. Empty when the caller has no Parquet form
+	// for the column's type: a source column of that name is then served as stored, and a
+	// source without one cannot be served (ErrUnsupported).
 	Schema []format.SchemaElement
 	// Const, when set, makes the column a constant: Schema must be one optional leaf, and every
 	// row holds Const's value (or null), even where the source has a column of that name.
@@ -81,11 +85,17 @@ func applyShape(meta *format.FileMetaData, t *SchemaTree, s *Shape) (*shaping, e
 	out.schema[0].NumChildren = thrift.New(int32(len(s.Columns)))
 	identity := len(s.Columns) == len(root.Children)
 	for i, c := range s.Columns {
-		if len(c.Schema) == 0 {
-			return nil, fmt.Errorf("%w: shape column %d has no schema", ErrInvalidArgument, i)
+		name := c.Name
+		if name == "" && len(c.Schema) > 0 {
+			name = c.Schema[0].Name
 		}
-		name := c.Schema[0].Name
+		if name == "" {
+			return nil, fmt.Errorf("%w: shape column %d has no name", ErrInvalidArgument, i)
+		}
 		srcCol := root.Child(name)
+		if len(c.Schema) == 0 && (srcCol == nil || c.Const != nil) {
+			return nil, fmt.Errorf("%w: column %q is not in the file, and its type cannot be made up as nulls", ErrUnsupported, name)
+		}
 		if c.Const != nil || srcCol == nil {
 			if err := out.addMadeUp(c); err != nil {
 				return nil, fmt.Errorf("column %q: %w", name, err)
@@ -112,7 +122,7 @@ func applyShape(meta *format.FileMetaData, t *SchemaTree, s *Shape) (*shaping, e
 func (s *shaping) addSource(t *SchemaTree, n *SchemaNode, want []format.SchemaElement) bool {
 	start := nodeIndex(t, n)
 	end := subtreeEnd(t, start)
-	same := end-start == len(want)
+	same := end-start == len(want) && n.Name() == want[0].Name
 	for k := start; same && k < end; k++ {
 		el, w := t.Nodes[k].Element, &want[k-start]
 		same = numChildren(el) == numChildren(w) && (k == start || el.Name == w.Name)

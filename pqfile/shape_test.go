@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -180,7 +181,17 @@ func TestShapeIdentityAndRefusals(t *testing.T) {
 	}
 	_, bad := NewShapedPlan(bytes.NewReader(src), int64(len(src)), nil, nil, &Shape{Columns: []ShapeColumn{{}}})
 	if !errors.Is(bad, ErrInvalidArgument) {
-		t.Errorf("a shape column without schema: err = %v, want ErrInvalidArgument", bad)
+		t.Errorf("a shape column without a name: err = %v, want ErrInvalidArgument", bad)
+	}
+	// A column whose type has no Parquet form is served as stored when the file has it, and
+	// makes the file unservable when it does not.
+	p, err = NewShapedPlan(bytes.NewReader(src), int64(len(src)), nil, nil, &Shape{Columns: append(slices.Clone(same.Columns[:3]), ShapeColumn{Name: "gone"})})
+	if err != nil || p.Reshaped() {
+		t.Errorf("a formless column the file has: reshaped %v, err %v; want served as stored", p != nil && p.Reshaped(), err)
+	}
+	_, bad = NewShapedPlan(bytes.NewReader(src), int64(len(src)), nil, nil, &Shape{Columns: []ShapeColumn{{Name: "v"}}})
+	if !errors.Is(bad, ErrUnsupported) {
+		t.Errorf("a formless column the file lacks: err = %v, want ErrUnsupported", bad)
 	}
 }
 
