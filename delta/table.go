@@ -95,6 +95,17 @@ type Table struct {
 	bad     map[int64]bool         // guarded by mu: checkpoints that failed to read
 	flights map[int64]*buildFlight // guarded by mu: builds in progress
 	icts    map[int64]int64        // guarded by mu: in-commit timestamps read, by version
+	// Concurrent Latest calls are coalesced (see Latest): running is the
+	// call in flight, next the one its latecomers share.
+	running, next *latestCall // guarded by mu
+}
+
+// latestCall is one look for new commits, shared by the Latest calls that
+// arrived before it started.
+type latestCall struct {
+	done chan struct{}
+	snap *Snapshot // set before done is closed
+	err  error
 }
 
 // buildFlight coalesces concurrent builds of one version. snap, err and
@@ -196,7 +207,69 @@ func (t *Table) SnapshotAt(ctx context.Context, spec Spec) (*Snapshot, error) {
 // Latest returns the newest snapshot, looking for commits after the last
 // one it knows: one LIST from the next version, and only the new commits
 // are replayed on top of the previous snapshot.
+//
+// Concurrent calls are coalesced without returning anything older than
+// the caller's arrival: a call arriving while a look is in flight (it may
+// have listed before a commit the caller knows of) waits for it, then
+// shares the next look with every other latecomer. N callers make at most
+// two LISTs. A waiter whose leader was cancelled looks itself.
 func (t *Table) Latest(ctx context.Context) (*Snapshot, error) {
+	t.mu.Lock()
+	if t.running == nil {
+		// Nothing in flight: run the pending shared look if there is one
+		// (its callers arrived before now), else a fresh one.
+		c := t.next
+		if c == nil {
+			c = &latestCall{done: make(chan struct{})}
+		}
+		t.running, t.next = c, nil
+		t.mu.Unlock()
+		return t.lead(ctx, c)
+	}
+	if t.next == nil {
+		t.next = &latestCall{done: make(chan struct{})}
+	}
+	prev, mine := t.running, t.next
+	t.mu.Unlock()
+	select {
+	case <-prev.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	t.mu.Lock()
+	if t.next == mine && t.running == nil {
+		t.running, t.next = mine, nil
+		t.mu.Unlock()
+		return t.lead(ctx, mine)
+	}
+	t.mu.Unlock() // another caller leads mine (whoever set running took next)
+	select {
+	case <-mine.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if mine.err != nil && isCancellation(mine.err) && ctx.Err() == nil {
+		return t.Latest(ctx) // the leader was interrupted, not this caller
+	}
+	return mine.snap, mine.err
+}
+
+// lead runs the look c for the callers sharing it.
+func (t *Table) lead(ctx context.Context, c *latestCall) (*Snapshot, error) {
+	c.snap, c.err = t.latestOnce(ctx)
+	t.mu.Lock()
+	t.running = nil
+	t.mu.Unlock()
+	close(c.done)
+	return c.snap, c.err
+}
+
+func isCancellation(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// latestOnce is one look for new commits (see Latest).
+func (t *Table) latestOnce(ctx context.Context) (*Snapshot, error) {
 	t.mu.Lock()
 	prev := t.latest
 	t.mu.Unlock()
@@ -255,6 +328,16 @@ func (s *Snapshot) stillListed(l *logListing) error {
 		return fmt.Errorf("%w: commit %d was rewritten (%d bytes at %s, was %d bytes at %s)", ErrTableChanged, v, f.Size, f.ModTime.UTC().Format(time.RFC3339Nano), old.Size, old.ModTime.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
+}
+
+// Current returns the newest snapshot already built (by Latest, or by a
+// reader asking for a newer version), without any I/O; nil before the
+// first. It is at most as old as the caller's last Latest: callers that
+// must see every commit (a commit's own retry loop) use Latest.
+func (t *Table) Current() *Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.latest
 }
 
 func (t *Table) setLatest(s *Snapshot) {

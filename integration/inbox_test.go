@@ -60,7 +60,7 @@ type wrongRow struct {
 func ptr[T any](v T) *T { return &v }
 
 // parquetBytes encodes rows as a Parquet file.
-func parquetBytes[T any](t *testing.T, rows []T) []byte {
+func parquetBytes[T any](t testing.TB, rows []T) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := parquet.NewGenericWriter[T](&buf)

@@ -112,7 +112,7 @@ type s3Request struct {
 	rng        string   // a GET's Range header
 }
 
-func newCountingProxy(t *testing.T, target string) *countingProxy {
+func newCountingProxy(t testing.TB, target string) *countingProxy {
 	p := &countingProxy{}
 	tu, err := url.Parse("http://" + target)
 	if err != nil {

@@ -189,7 +189,7 @@ func (c *Committer) Validate(ctx context.Context, f File) error {
 // does not implement. The error wraps ErrNotWritable, or is a storage or
 // log error when the latest snapshot cannot be read.
 func (c *Committer) Writable(ctx context.Context) error {
-	snap, err := c.table.Latest(ctx)
+	snap, err := c.current(ctx)
 	if err != nil {
 		return err
 	}
@@ -229,11 +229,23 @@ func (c *Committer) writable(snap *delta.Snapshot) error {
 // PartitionColumns returns the logical partition columns of the latest
 // snapshot, in partitioning order, with their types.
 func (c *Committer) PartitionColumns(ctx context.Context) ([]*delta.StructField, error) {
-	snap, err := c.table.Latest(ctx)
+	snap, err := c.current(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return snap.Metadata().PartitionSchema()
+}
+
+// current is the table's current snapshot as the mount last refreshed it
+// (delta.Table.Current), read only when there is none yet: the checks of
+// a create, mkdir or batch file cost no LIST (a 1,000-file batch made
+// 1,000). Append itself validates against the newest version, so a
+// metadata change since is still caught there.
+func (c *Committer) current(ctx context.Context) (*delta.Snapshot, error) {
+	if s := c.table.Current(); s != nil {
+		return s, nil
+	}
+	return c.table.Latest(ctx)
 }
 
 // invalidf builds an error wrapping ErrInvalidFile.
