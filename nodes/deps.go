@@ -55,6 +55,11 @@ type Files interface {
 	// Open returns the served bytes of f. A missing object is an error
 	// wrapping delta.ErrNotExist.
 	Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (serve.Content, error)
+	// Warm hints that the sizes of these live files of snap are about to
+	// be asked (a directory's first file was looked up: ls -l, a glob);
+	// an implementation may find them ahead, in the background, bounded.
+	// It never blocks.
+	Warm(snap *delta.Snapshot, adds []*delta.Add)
 }
 
 // Options are the mount-wide settings of the tree.

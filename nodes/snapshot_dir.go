@@ -7,6 +7,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 // SnapshotDir is @vN of a table, or one of its partition directories. Its
@@ -82,6 +84,7 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 		child.fill(&out.Attr)
 		return d.NewInode(ctx, child, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: child.ino()}), 0
 	}
+	d.warm(ctx, td)
 	f := newDataFile(d.ref, e.add, p)
 	if ch := d.GetChild(name); ch != nil {
 		if known, ok := ch.Operations().(*DataFile); ok {
@@ -105,4 +108,24 @@ func (d *SnapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileH
 		return nil, 0, errno
 	}
 	return &snapshotStream{dir: d, td: td}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// warm hints the sizes of td's files to the table's Files at the first
+// lookup of one of them: a stat of one file of a directory is usually the
+// first of a listing's (ls -l, a glob opening every file).
+func (d *SnapshotDir) warm(ctx context.Context, td *treeDir) {
+	if d.ref.files == nil || td.warmed.Swap(true) {
+		return
+	}
+	snap, err := d.ref.snapshot(ctx)
+	if err != nil {
+		return // the lookup reports it
+	}
+	adds := make([]*delta.Add, 0, len(td.entries))
+	for _, e := range td.entries {
+		if e.add != nil {
+			adds = append(adds, e.add)
+		}
+	}
+	d.ref.files.Warm(snap, adds)
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
@@ -33,6 +34,7 @@ type snapshotTree struct {
 // treeDir is one directory of a snapshotTree.
 type treeDir struct {
 	entries []treeEntry // sorted by name
+	warmed  atomic.Bool // its files' sizes were hinted to Files.Warm
 }
 
 // treeEntry is a subdirectory (add == nil) or a live file.

@@ -90,6 +90,7 @@ type Table struct {
 	// verdicts remembers which stored files must be reshaped, so that a
 	// file listed in many versions has its footer read once.
 	verdicts *verdictCache
+	warmSem  chan struct{} // a token per footer reader of Warm
 }
 
 // NewTable returns the server of the data files of the table named name
@@ -99,7 +100,7 @@ func NewTable(name string, store delta.Storage, cache *blobcache.Cache, opts Opt
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts, mem: newMemPatches(memPatchBytes), verdicts: newVerdictCache(maxVerdicts)}
+	return &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts, mem: newMemPatches(memPatchBytes), verdicts: newVerdictCache(maxVerdicts), warmSem: make(chan struct{}, warmWorkers)}
 }
 
 // Size returns the exact number of bytes f, a live file of snap, is

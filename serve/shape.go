@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"math/big"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -387,4 +389,54 @@ func verdictKey(f *delta.LiveFile, s *snapShape) uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s", f.Key, f.Add.Size, f.Add.ModificationTime, s.sum)
 	return h.Sum64()
+}
+
+// warmWorkers bounds the footers a table reads ahead at once: enough to
+// keep a listing of an object store's files ahead of its stats.
+const warmWorkers = 16
+
+// Warm finds, in the background, whether each stored file of adds must be
+// reshaped, so that the stats that follow find the verdict (nodes.Files).
+// Files known to be rewritten from the log alone, and files already
+// decided, cost nothing. At most warmWorkers footers are read at once per
+// table; a warm-up that finds every worker busy is dropped, never queued.
+func (t *Table) Warm(snap *delta.Snapshot, adds []*delta.Add) {
+	shape, err := t.shape(snap)
+	if err != nil || shape.hasParts() || Mapped(snap.Metadata()) {
+		return
+	}
+	var todo []*delta.LiveFile
+	for _, a := range adds {
+		if a.DeletionVector != nil {
+			continue
+		}
+		f, err := snap.LiveFileOf(a)
+		if err != nil {
+			continue
+		}
+		if _, ok := t.verdicts.get(verdictKey(&f, shape)); !ok {
+			todo = append(todo, &f)
+		}
+	}
+	if len(todo) < 2 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(warmWorkers, len(todo)) {
+		select {
+		case t.warmSem <- struct{}{}:
+		default:
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-t.warmSem; wg.Done() }()
+			for i := next.Add(1) - 1; i < int64(len(todo)) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				t.rewritten(ctx, snap, todo[i], nil) // an error is the stat's to report
+			}
+		}()
+	}
+	go func() { wg.Wait(); cancel() }()
 }

@@ -1,0 +1,76 @@
+package serve
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/blobcache"
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/testenv"
+)
+
+// openFixture returns a serve.Table of a shared fixture and its latest snapshot.
+func openFixture(t *testing.T, name string, opts Options) (*Table, *delta.Snapshot) {
+	t.Helper()
+	st, err := blobstore.Open(context.Background(), testenv.Fixture(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cache, err := blobcache.New(blobcache.Options{DiskDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cache.Close() })
+	snap, err := delta.Open(st, delta.Options{}).Latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewTable("t", st, cache, opts), snap
+}
+
+// Warm decides every stored file of a listing in the background: the
+// verdicts are there before any size is asked, and each is the one Size
+// would reach (a file written before the table's schema changed is
+// reshaped, the others are served as stored).
+func TestWarmDecidesAhead(t *testing.T) {
+	tbl, snap := openFixture(t, "delta-kernel-rs/golden-log-replay-latest-metadata-protocol", Options{})
+	shape, err := tbl.shape(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := snap.LiveFiles()
+	if err != nil || len(files) < 2 {
+		t.Fatalf("%d live files, %v", len(files), err)
+	}
+	tbl.Warm(snap, snap.Files())
+	deadline := time.Now().Add(10 * time.Second)
+	reshaped := 0
+	for i := range files {
+		f := &files[i]
+		var rw, ok bool
+		for !ok && time.Now().Before(deadline) {
+			if rw, ok = tbl.verdicts.get(verdictKey(f, shape)); !ok {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		if !ok {
+			t.Fatalf("%s: no verdict 10 s after Warm", f.Key)
+		}
+		size, err := tbl.Size(context.Background(), snap, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rw != (size != f.Add.Size) {
+			t.Errorf("%s: warmed verdict reshape=%v, served size %d of stored %d", f.Key, rw, size, f.Add.Size)
+		}
+		if rw {
+			reshaped++
+		}
+	}
+	if reshaped == 0 || reshaped == len(files) {
+		t.Errorf("%d of %d files reshaped: the fixture has files from before and after its schema grew", reshaped, len(files))
+	}
+}
