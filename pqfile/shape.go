@@ -425,7 +425,7 @@ func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape) (bool, error) {
 		}
 	}
 	var meta format.FileMetaData
-	if err := decodeFooter(buf, &meta); err != nil {
+	if err := decodeSchemaOnly(buf, &meta); err != nil {
 		return false, err
 	}
 	tree, err := BuildSchemaTree(meta.Schema)
@@ -434,4 +434,26 @@ func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape) (bool, error) {
 	}
 	s, err := applyShape(&meta, tree, shape)
 	return s != nil, err
+}
+
+// footerSchema is the part of FileMetaData a shape decision needs: the decoder skips the rest
+// (row groups and their statistics, most of a footer) without building it.
+type footerSchema struct {
+	Schema []format.SchemaElement `thrift:"2,required"`
+}
+
+// decodeSchemaOnly decodes the schema of the encoded footer buf into meta.Schema.
+func decodeSchemaOnly(buf []byte, meta *format.FileMetaData) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: decode footer: %v", ErrCorrupt, r)
+		}
+	}()
+	var fs footerSchema
+	var proto thrift.CompactProtocol
+	if err := thrift.Unmarshal(&proto, buf, &fs); err != nil {
+		return fmt.Errorf("%w: decode footer schema: %v", ErrCorrupt, err)
+	}
+	meta.Schema = fs.Schema
+	return nil
 }

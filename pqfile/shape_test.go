@@ -274,3 +274,23 @@ func TestShapeConvertsWidenedTypes(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkShapeNeeded is the per-file cost of deciding, at a file's first stat, whether it is
+// served as stored: the footer of a small Spark-like file against its table's shape.
+func BenchmarkShapeNeeded(b *testing.B) {
+	t := &testing.T{}
+	src := narrowFile(t, 3, 3)
+	s := &Shape{Columns: []ShapeColumn{
+		{Schema: []format.SchemaElement{optLeaf("id", format.Int64, nil)}},
+		{Schema: []format.SchemaElement{optLeaf("name", format.ByteArray, &format.StringType{})}},
+		{Schema: []format.SchemaElement{optLeaf("small", format.Int32, &format.IntType{BitWidth: 8, IsSigned: true})}},
+		{Schema: []format.SchemaElement{optLeaf("gone", format.Int64, nil)}},
+	}}
+	r := bytes.NewReader(src)
+	b.ReportAllocs()
+	for b.Loop() {
+		if rw, err := ShapeNeeded(r, int64(len(src)), s); err != nil || rw {
+			b.Fatal(rw, err)
+		}
+	}
+}
