@@ -146,8 +146,8 @@ func (p *Plan) WriteLayout(patch io.Writer) (*Layout, error) {
 	if err := p.emit(s); err != nil {
 		return nil, err
 	}
-	if p.outSize >= 0 && s.n != p.outSize {
-		return nil, fmt.Errorf("pqfile: laid out %d bytes, planned %d", s.n, p.outSize)
+	if planned := p.plannedSize(); planned >= 0 && s.n != planned {
+		return nil, fmt.Errorf("pqfile: laid out %d bytes, planned %d", s.n, planned)
 	}
 	return NewLayout(s.segs, p.size, s.w.n)
 }

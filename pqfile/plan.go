@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/parquet-go/parquet-go/format"
@@ -45,7 +47,9 @@ type Plan struct {
 	groups     []group
 	footerOnly bool  // nothing deleted: output = source bytes up to the footer + new footer
 	liveRows   int64 // rows in the output
-	outSize    int64 // exact output size, or -1 if it depends on re-encoding
+	sizeOnce   sync.Once
+	sized      atomic.Bool // outSize is set
+	outSize    int64       // set by sizeOnce: exact output size, or -1 if it depends on re-encoding
 	// stats says, per source row group, what the footer entries of its chunks must leave out of
 	// their statistics when the chunks are copied (nil: nothing).
 	stats [][]statsEdit
@@ -80,7 +84,7 @@ func NewShapedPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, renam
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{src: src, size: size, meta: f.meta, footStart: f.start, outSize: -1}
+	p := &Plan{src: src, size: size, meta: f.meta, footStart: f.start}
 	if p.stats, err = statsEdits(f.raw, &f.meta); err != nil {
 		return nil, err
 	}
@@ -98,9 +102,6 @@ func NewShapedPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, renam
 		deleted = roaring64.New()
 	}
 	if err := p.planGroups(deleted); err != nil {
-		return nil, err
-	}
-	if err := p.computeSize(); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -220,17 +221,24 @@ func mergeRanges(rs []byteRange) []byteRange {
 }
 
 // computeSize fills outSize when it does not depend on re-encoding: the output is then laid out
-// without reading any data (only produced bytes are counted, source ranges by their length).
-func (p *Plan) computeSize() error {
-	if slices.ContainsFunc(p.groups, func(g group) bool { return g.action == Reencode }) || (p.shape != nil && p.shape.converted) {
-		return nil
+// without reading any data (only produced bytes are counted, source ranges by their length). It
+// runs once, when Size is first asked: a caller that lays the output out anyway never pays it.
+func (p *Plan) computeSize() {
+	defer p.sized.Store(true)
+	p.outSize = -1
+	if p.NeedsDecoding() {
+		return
 	}
 	var c countSink
-	if err := p.emit(&c); err != nil {
-		return err
+	if err := p.emit(&c); err == nil {
+		p.outSize = c.n
 	}
-	p.outSize = c.n
-	return nil
+}
+
+// NeedsDecoding reports whether the output needs data pages decoded (rows deleted inside a row
+// group, values converted); otherwise it follows from the footer alone.
+func (p *Plan) NeedsDecoding() bool {
+	return slices.ContainsFunc(p.groups, func(g group) bool { return g.action == Reencode }) || (p.shape != nil && p.shape.converted)
 }
 
 // countSink counts the output's bytes.
@@ -252,7 +260,18 @@ func (p *Plan) outputMeta() *format.FileMetaData {
 // Size returns the exact size of the output and true, or false if it is only known after
 // re-encoding (some row group is partly deleted); then a caller that must know the size first has
 // to write the output somewhere (a cache file) and use WriteTo's count.
-func (p *Plan) Size() (int64, bool) { return p.outSize, p.outSize >= 0 }
+func (p *Plan) Size() (int64, bool) {
+	p.sizeOnce.Do(p.computeSize)
+	return p.outSize, p.outSize >= 0
+}
+
+// plannedSize returns the exact size when Size has computed it, else -1.
+func (p *Plan) plannedSize() int64 {
+	if !p.sized.Load() {
+		return -1
+	}
+	return p.outSize
+}
 
 // Actions returns the action for each source row group, in file order.
 func (p *Plan) Actions() []Action {

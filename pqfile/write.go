@@ -22,8 +22,8 @@ func (p *Plan) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return cw.n, err
 	}
-	if p.outSize >= 0 && cw.n != p.outSize {
-		return cw.n, fmt.Errorf("pqfile: wrote %d bytes, planned %d", cw.n, p.outSize)
+	if planned := p.plannedSize(); planned >= 0 && cw.n != planned {
+		return cw.n, fmt.Errorf("pqfile: wrote %d bytes, planned %d", cw.n, planned)
 	}
 	return cw.n, nil
 }

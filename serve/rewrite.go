@@ -169,7 +169,7 @@ func (t *Table) footerRewrite(ctx context.Context, snap *delta.Snapshot, f *delt
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("materialize %s: %w", f.Key, err)
 	}
-	if _, known := plan.Size(); !known {
+	if plan.NeedsDecoding() {
 		return nil, nil, false, nil
 	}
 	var buf bytes.Buffer
