@@ -8,9 +8,13 @@ package integration
 import (
 	"fmt"
 	"maps"
+	"math"
+	"math/big"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/internal/testenv"
 	"github.com/deltafs/deltafs/mount"
@@ -145,7 +149,7 @@ func fileKeys(path string, cols []string) ([]string, []string, error) {
 	proj := make(map[string]any, len(cols))
 	err = f.each(func(row map[string]any) {
 		for _, c := range cols {
-			proj[c] = row[c]
+			proj[c] = widenedValue(row[c])
 		}
 		keys = append(keys, canonJSON(proj))
 	})
@@ -161,4 +165,37 @@ func isSubsequence(sub, seq []string) bool {
 		}
 	}
 	return i == len(sub)
+}
+
+// widenedValue is v in a form that a widening of its type does not
+// change (the protocol's "Type Widening"), for comparing a served file,
+// whose columns have the table's types, with the stored file it comes
+// from: numbers (integers, floats, decimal strings) as exact rationals, a
+// date as the timestamp of its midnight. Nested values are compared as
+// they are.
+func widenedValue(v any) any {
+	var r *big.Rat
+	switch x := v.(type) {
+	case int64:
+		r = new(big.Rat).SetInt64(x)
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return v
+		}
+		r = new(big.Rat).SetFloat64(x)
+	case string:
+		if d, err := time.Parse(time.DateOnly, x); err == nil {
+			return d.UTC().Format(time.RFC3339)
+		}
+		if _, err := time.Parse(time.RFC3339, x); err == nil {
+			return x
+		}
+		var ok bool
+		if r, ok = new(big.Rat).SetString(x); !ok || strings.ContainsAny(x, "/eE") {
+			return v
+		}
+	default:
+		return v
+	}
+	return "number:" + r.RatString()
 }

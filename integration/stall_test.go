@@ -97,10 +97,10 @@ func TestS3StalledPutIsEIOWithinTheCap(t *testing.T) {
 	}
 	v0 := version()
 	data := inboxCases["unpartitioned"].data(t)
-	write := func(name string) (error, time.Duration) {
+	write := func(name string) (time.Duration, error) {
 		start := time.Now()
 		err := os.WriteFile(filepath.Join(inbox, name), data, 0o644)
-		return err, time.Since(start)
+		return time.Since(start), err
 	}
 	lastStatus := func(name string) inboxEvent {
 		var last inboxEvent
@@ -114,7 +114,7 @@ func TestS3StalledPutIsEIOWithinTheCap(t *testing.T) {
 
 	// The data file's PUT is never answered: nothing was committed.
 	proxy.set(true, false)
-	err, took := write("stalled.parquet")
+	took, err := write("stalled.parquet")
 	if !errors.Is(err, syscall.EIO) || took > cap+10*time.Second {
 		t.Fatalf("close() with a stalled data PUT: %v after %v, want EIO within about %v", err, took, cap)
 	}
@@ -128,7 +128,7 @@ func TestS3StalledPutIsEIOWithinTheCap(t *testing.T) {
 	// The commit lands but its answer never comes: the outcome is
 	// unknown (EIO), and it is in the log once.
 	proxy.set(false, true)
-	err, took = write("lost-answer.parquet")
+	took, err = write("lost-answer.parquet")
 	if err != nil && !errors.Is(err, syscall.EIO) || took > cap+10*time.Second {
 		t.Fatalf("close() with a lost commit answer: %v after %v, want 0 or EIO within about %v", err, took, cap)
 	}
@@ -148,7 +148,7 @@ func TestS3StalledPutIsEIOWithinTheCap(t *testing.T) {
 		t.Errorf("%d requests stalled, want at least 2 (the test did not test)", stalled)
 	}
 	// The store answers again: appends work.
-	if err, _ := write("after.parquet"); err != nil {
+	if _, err := write("after.parquet"); err != nil {
 		t.Fatalf("append once the store answers: %v", err)
 	}
 	if v := version(); v != v0+2 {
