@@ -33,39 +33,7 @@ type duckdbOutcome struct {
 // duckdbQueries runs sqls in one DuckDB session and returns each outcome.
 func duckdbQueries(t testing.TB, sqls []string) []duckdbOutcome {
 	t.Helper()
-	nodeDir := testenv.NodeDir(t, "@duckdb/node-api")
-	if nodeDir == "" {
-		t.FailNow()
-	}
-	script := filepath.Join(testenv.RepoRoot(t), "scripts", "duckdb-query.mjs")
-	in, err := json.Marshal(sqls)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", script)
-	cmd.Dir = nodeDir
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node duckdb-query.mjs: %v\n%s", err, stderr.Bytes())
-	}
-	var res []duckdbOutcome
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for dec.More() {
-		var o duckdbOutcome
-		if err := dec.Decode(&o); err != nil {
-			t.Fatalf("duckdb-query.mjs output: %v", err)
-		}
-		res = append(res, o)
-	}
-	if len(res) != len(sqls) {
-		t.Fatalf("duckdb-query.mjs answered %d of %d statements\n%s", len(res), len(sqls), stderr.Bytes())
-	}
-	return res
+	return runNodeScript[duckdbOutcome](t, "@duckdb/node-api", "duckdb-query.mjs", sqls)
 }
 
 // polarsOutcome is one glob's result from scripts/polars-scan.mjs.
@@ -78,36 +46,44 @@ type polarsOutcome struct {
 // polarsScans reads each glob with Polars' scanParquet.
 func polarsScans(t testing.TB, globs []string) []polarsOutcome {
 	t.Helper()
-	nodeDir := testenv.NodeDir(t, "nodejs-polars")
+	return runNodeScript[polarsOutcome](t, "nodejs-polars", "polars-scan.mjs", globs)
+}
+
+// runNodeScript runs scripts/NAME with node from the npm prefix holding
+// pkg, hands it inputs as a JSON array on stdin and returns its JSON
+// lines, one per input.
+func runNodeScript[O any](t testing.TB, pkg, name string, inputs []string) []O {
+	t.Helper()
+	nodeDir := testenv.NodeDir(t, pkg)
 	if nodeDir == "" {
 		t.FailNow()
 	}
-	in, err := json.Marshal(globs)
+	in, err := json.Marshal(inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(testenv.RepoRoot(t), "scripts", "polars-scan.mjs"))
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(testenv.RepoRoot(t), "scripts", name))
 	cmd.Dir = nodeDir
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node polars-scan.mjs: %v\n%s", err, stderr.Bytes())
+		t.Fatalf("node %s: %v\n%s", name, err, stderr.Bytes())
 	}
-	var res []polarsOutcome
+	var res []O
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
-		var o polarsOutcome
+		var o O
 		if err := dec.Decode(&o); err != nil {
-			t.Fatalf("polars-scan.mjs output: %v", err)
+			t.Fatalf("%s output: %v", name, err)
 		}
 		res = append(res, o)
 	}
-	if len(res) != len(globs) {
-		t.Fatalf("polars-scan.mjs answered %d of %d globs\n%s", len(res), len(globs), stderr.Bytes())
+	if len(res) != len(inputs) {
+		t.Fatalf("%s answered %d of %d inputs\n%s", name, len(res), len(inputs), stderr.Bytes())
 	}
 	return res
 }
