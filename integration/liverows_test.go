@@ -111,7 +111,7 @@ func checkLiveFiles(dir, tableDir string, compareRaw bool) (liveStats, error) {
 		byName[filepath.Base(p)] = append(byName[filepath.Base(p)], p)
 	}
 	for _, p := range served {
-		keys, cols, err := fileKeys(p, nil)
+		keys, cols, err := rowKeys(p, nil, widenedValue)
 		if err != nil {
 			return st, err
 		}
@@ -120,7 +120,7 @@ func checkLiveFiles(dir, tableDir string, compareRaw bool) (liveStats, error) {
 		if !compareRaw || len(raw) != 1 {
 			continue
 		}
-		rawKeys, _, err := fileKeys(raw[0], cols)
+		rawKeys, _, err := rowKeys(raw[0], cols, widenedValue)
 		if err != nil {
 			return st, err
 		}
@@ -137,6 +137,11 @@ func checkLiveFiles(dir, tableDir string, compareRaw bool) (liveStats, error) {
 // fileKeys returns the canonical text of every row of the Parquet file at
 // path, projected on cols (nil: all the file's columns), and the columns.
 func fileKeys(path string, cols []string) ([]string, []string, error) {
+	return rowKeys(path, cols, func(v any) any { return v })
+}
+
+// rowKeys is fileKeys with every value mapped by conv first.
+func rowKeys(path string, cols []string, conv func(any) any) ([]string, []string, error) {
 	f, err := openParquet(path)
 	if err != nil {
 		return nil, nil, err
@@ -149,7 +154,7 @@ func fileKeys(path string, cols []string) ([]string, []string, error) {
 	proj := make(map[string]any, len(cols))
 	err = f.each(func(row map[string]any) {
 		for _, c := range cols {
-			proj[c] = widenedValue(row[c])
+			proj[c] = conv(row[c])
 		}
 		keys = append(keys, canonJSON(proj))
 	})
