@@ -52,10 +52,13 @@ fi
 
 mkdir -p "$mnt"
 say "mount -t fuse.deltafs basic=$table $mnt -o ro,..."
-# The helper prints the pid of the mount it leaves in the background.
-pid=$(mount -t fuse.deltafs "basic=$table" "$mnt" -o "ro,nodev,nosuid,_netdev,cache_dir=$work/cache,log_file=$work/log" 2>"$work/mount.err") ||
+# The helper prints nothing on stdout (mount(8) helpers stay quiet) and
+# says on stderr which pid it left serving in the background.
+out=$(mount -t fuse.deltafs "basic=$table" "$mnt" -o "ro,nodev,nosuid,_netdev,cache_dir=$work/cache,log_file=$work/log" 2>"$work/mount.err") ||
   fail "mount -t fuse.deltafs failed: $(cat "$work/mount.err" "$work/log" 2>/dev/null)"
-[[ $pid =~ ^[0-9]+$ ]] || fail "the helper printed '$pid', not the pid of the mount"
+[[ -z $out ]] || fail "the helper printed '$out' on stdout"
+pid=$(sed -n 's/.*mounted in the background (pid \([0-9]*\)).*/\1/p' "$work/mount.err")
+[[ $pid =~ ^[0-9]+$ ]] || fail "the helper did not say the pid of the mount: $(cat "$work/mount.err")"
 grep -q " $mnt fuse.deltafs " /proc/mounts || fail "$mnt is not a fuse.deltafs mount after mount(8) returned"
 n=0
 for f in "$mnt"/basic/@latest/*.parquet; do
