@@ -116,11 +116,7 @@ func TestShapeServesTableSchema(t *testing.T) {
 			if err := os.WriteFile(path, out, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cols := duckQuery(t, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('"+path+"'))")
-			var got []string
-			for _, r := range cols {
-				got = append(got, fmt.Sprint(r["column_name"], " ", r["column_type"]))
-			}
+			got := duckColumns(t, path)
 			want := []string{"name VARCHAR", "id BIGINT", "small INTEGER", "added STRUCT(x BIGINT, y VARCHAR)", "p VARCHAR", "q BIGINT"}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("DuckDB sees columns %q, want %q", got, want)
@@ -242,11 +238,7 @@ func TestShapeConvertsWidenedTypes(t *testing.T) {
 			if err := os.WriteFile(path, out, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cols := duckQuery(t, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('"+path+"'))")
-			var got []string
-			for _, r := range cols {
-				got = append(got, fmt.Sprint(r["column_name"], " ", r["column_type"]))
-			}
+			got := duckColumns(t, path)
 			want := []string{"n BIGINT", "f DOUBLE", "d TIMESTAMP", "dec DECIMAL(12,4)", "tags BIGINT[]"}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("DuckDB sees columns %q, want %q", got, want)
@@ -293,4 +285,14 @@ func BenchmarkShapeNeeded(b *testing.B) {
 			b.Fatal(rw, err)
 		}
 	}
+}
+
+// duckColumns returns "name TYPE" of each column DuckDB sees in the Parquet file at path.
+func duckColumns(t *testing.T, path string) []string {
+	t.Helper()
+	var out []string
+	for _, r := range duckQuery(t, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('"+path+"'))") {
+		out = append(out, fmt.Sprint(r["column_name"], " ", r["column_type"]))
+	}
+	return out
 }

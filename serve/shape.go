@@ -414,26 +414,16 @@ func (t *Table) Warm(snap *delta.Snapshot, adds []*delta.Add) {
 	if err != nil || shape.hasParts() || Mapped(snap.Metadata()) {
 		return
 	}
-	var todo []*delta.LiveFile
-	for _, a := range adds {
-		if a.DeletionVector != nil {
-			continue
-		}
-		f, err := snap.LiveFileOf(a)
-		if err != nil {
-			continue
-		}
-		if _, ok := t.verdicts.get(verdictKey(&f, shape)); !ok {
-			todo = append(todo, &f)
-		}
-	}
-	if len(todo) < 2 {
+	if len(adds) < 2 {
 		return
 	}
+	// Each worker takes the next add and makes its LiveFile itself: nothing
+	// is held per file beyond the caller's slice, however large the
+	// directory.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(warmWorkers, len(todo)) {
+	for range min(warmWorkers, len(adds)) {
 		select {
 		case t.warmSem <- struct{}{}:
 		default:
@@ -442,10 +432,25 @@ func (t *Table) Warm(snap *delta.Snapshot, adds []*delta.Add) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-t.warmSem; wg.Done() }()
-			for i := next.Add(1) - 1; i < int64(len(todo)) && ctx.Err() == nil; i = next.Add(1) - 1 {
-				t.rewritten(ctx, snap, todo[i], nil) // an error is the stat's to report
+			for i := next.Add(1) - 1; i < int64(len(adds)) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				t.warmOne(ctx, snap, shape, adds[i])
 			}
 		}()
 	}
 	go func() { wg.Wait(); cancel() }()
+}
+
+// warmOne decides the stored file of a unless it is known to be rewritten
+// or decided already; an error is the stat's to report.
+func (t *Table) warmOne(ctx context.Context, snap *delta.Snapshot, shape *snapShape, a *delta.Add) {
+	if a.DeletionVector != nil {
+		return
+	}
+	f, err := snap.LiveFileOf(a)
+	if err != nil {
+		return
+	}
+	if _, ok := t.verdicts.get(verdictKey(&f, shape)); !ok {
+		t.rewritten(ctx, snap, &f, nil)
+	}
 }
