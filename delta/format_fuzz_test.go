@@ -9,6 +9,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDeletionVector loads a fuzzed descriptor against a fuzzed DV file
@@ -154,6 +155,12 @@ func FuzzHiveEscape(f *testing.F) {
 	f.Fuzz(func(t *testing.T, col, val string) {
 		UnescapeHivePathName(val)
 		ParseHiveSegment(val)
+		if !utf8.ValidString(val) {
+			if _, err := UnescapeHivePathName(EscapeHivePathName(val)); err == nil {
+				t.Fatalf("%q is not UTF-8 but its escape unescapes", val)
+			}
+			return // refused, never committed as U+FFFD
+		}
 		esc := EscapeHivePathName(val)
 		if back, err := UnescapeHivePathName(esc); err != nil || back != val {
 			t.Fatalf("%q escapes to %q which unescapes to %q, %v", val, esc, back, err)
@@ -162,6 +169,12 @@ func FuzzHiveEscape(f *testing.F) {
 			return
 		}
 		seg := HivePathSegment(col, &val)
+		if !utf8.ValidString(col) {
+			if _, _, err := ParseHiveSegment(seg); err == nil {
+				t.Fatalf("segment %q: column %q is not UTF-8 but parses", seg, col)
+			}
+			return
+		}
 		if strings.ContainsAny(seg, "/\x00") || seg == "." || seg == ".." || strings.ContainsFunc(seg, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			t.Fatalf("segment %q of (%q, %q) is not one safe path segment", seg, col, val)
 		}

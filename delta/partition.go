@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // HiveDefaultPartition is the directory value Spark/Hive use for a null (or
@@ -58,12 +59,21 @@ func ParsePartitionValue(t DataType, v *string) (any, error) {
 
 // CanonicalPartitionValue parses a partition value a writer was given (a
 // directory name, a flag) for a column of type t and returns it as the
-// log serializes it ("007" -> "7" for an int; nil and "" are null). Its
-// error names the value and the type, and wraps no sentinel: the value is
-// the caller's input, not a log's.
+// log serializes it ("007" -> "7" for an int). Null is spelled one way
+// for every input: nil, "" and __HIVE_DEFAULT_PARTITION__ (what Spark,
+// Hive, DuckDB and pyarrow write for a null) are null, whether the value
+// came from an inbox directory or a --partition flag. A value that is not
+// valid UTF-8 is refused: the log is JSON text and would carry U+FFFD in
+// its place. A timestamp_ntz value with a zone or offset keeps its wall
+// clock, as Spark's cast of a string to timestamp_ntz ignores the zone.
+// Its error names the value and the type, and wraps no sentinel: the value
+// is the caller's input, not a log's.
 func CanonicalPartitionValue(t DataType, v *string) (*string, error) {
-	if v == nil || *v == "" {
+	if v == nil || *v == "" || *v == HiveDefaultPartition {
 		return nil, nil
+	}
+	if !utf8.ValidString(*v) {
+		return nil, fmt.Errorf("partition value %q is not valid UTF-8 (the log holds partition values as JSON text, which cannot carry it)", *v)
 	}
 	parsed, err := parsePartitionString(t, *v)
 	if err != nil {
@@ -102,8 +112,10 @@ func parsePartitionString(t DataType, s string) (any, error) {
 		return nil, fmt.Errorf("not true or false")
 	case "date":
 		return time.Parse(dateLayout, s)
-	case "timestamp", "timestamp_ntz":
+	case "timestamp":
 		return parseTimestamp(s)
+	case "timestamp_ntz":
+		return parseTimestampNTZ(s)
 	}
 	return nil, fmt.Errorf("not a partitionable type")
 }
@@ -121,16 +133,40 @@ func intBits(name string) int {
 	return 64
 }
 
-// parseTimestamp reads "YYYY-MM-DD HH:MM:SS[.f]" or ISO-8601 with "T" (zone
-// optional; absent means UTC), returning UTC.
+// parseTimestamp reads "YYYY-MM-DD HH:MM:SS[.f]" or ISO-8601 with "T", each
+// with an optional "Z" or numeric offset (absent means UTC), returning UTC.
 func parseTimestamp(s string) (time.Time, error) {
-	if !strings.Contains(s, "T") {
-		return time.Parse(spaceTSLayout, s)
+	ts, _, err := parseTimestampZone(s)
+	return ts.UTC(), err
+}
+
+// parseTimestampNTZ reads the forms parseTimestamp reads and returns the
+// wall clock as written, zone or offset ignored: Spark casts a string to
+// timestamp_ntz with DateTimeUtils.stringToTimestampWithoutTimeZone
+// (allowTimeZone = true), which drops the zone instead of shifting.
+func parseTimestampNTZ(s string) (time.Time, error) {
+	ts, _, err := parseTimestampZone(s)
+	if err != nil {
+		return time.Time{}, err
 	}
-	if ts, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return ts.UTC(), nil
+	return time.Date(ts.Year(), ts.Month(), ts.Day(), ts.Hour(), ts.Minute(), ts.Second(), ts.Nanosecond(), time.UTC), nil
+}
+
+// parseTimestampZone parses s in the location its zone names (UTC when it
+// names none); zoned reports whether it named one.
+func parseTimestampZone(s string) (ts time.Time, zoned bool, err error) {
+	layouts := [][2]string{{spaceTSLayout, spaceTSLayout + "Z07:00"}, {isoTSLayoutNoZone, time.RFC3339Nano}}
+	l := layouts[0]
+	if strings.Contains(s, "T") {
+		l = layouts[1]
 	}
-	return time.Parse(isoTSLayoutNoZone, s)
+	if ts, err = time.Parse(l[0], s); err == nil {
+		return ts, false, nil
+	}
+	if ts, zerr := time.Parse(l[1], s); zerr == nil {
+		return ts, true, nil
+	}
+	return time.Time{}, false, err
 }
 
 // parseDecimal reads plain or exponent decimal text and checks that it has
@@ -395,11 +431,20 @@ func HivePathSegment(column string, v *string) string {
 }
 
 // UnescapeHivePathName reverses EscapeHivePathName: every "%XX" (two hex
-// digits, any case) becomes the character U+00XX, as Spark's
-// unescapePathName does; other bytes are kept. A "%" not followed by two
-// hex digits is an error wrapping ErrInvalidPartitionPath.
+// digits, any case) becomes the byte 0xXX, and the result must be valid
+// UTF-8. For the escapes Spark writes (all below 0x80) this is Spark's
+// unescapePathName; DuckDB, pyarrow and Hive tools percent-encode the UTF-8
+// bytes of non-ASCII characters ("ü" is "%C3%BC"), and Spark never escapes
+// a byte >= 0x80, so decoding such runs as UTF-8 reads both. Reading each
+// %XX as U+00XX instead would turn "%C3%BC" into "Ã¼" without a word.
+// A "%" not followed by two hex digits, or bytes (escaped or raw) that are
+// not valid UTF-8 (a partition value is JSON text in the log), are errors
+// wrapping ErrInvalidPartitionPath that say why.
 func UnescapeHivePathName(s string) (string, error) {
 	if !strings.Contains(s, "%") {
+		if !utf8.ValidString(s) {
+			return "", fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidPartitionPath, s)
+		}
 		return s, nil
 	}
 	var b strings.Builder
@@ -415,10 +460,14 @@ func UnescapeHivePathName(s string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%w: %q: bad escape %q", ErrInvalidPartitionPath, s, s[i:i+3])
 		}
-		b.WriteRune(rune(n))
+		b.WriteByte(byte(n))
 		i += 2
 	}
-	return b.String(), nil
+	out := b.String()
+	if !utf8.ValidString(out) {
+		return "", fmt.Errorf("%w: %q decodes to bytes that are not valid UTF-8 (%%XX escapes are read as the UTF-8 bytes of the value, as DuckDB and pyarrow write them)", ErrInvalidPartitionPath, s)
+	}
+	return out, nil
 }
 
 // ParseHiveSegment splits a directory name "column=value" at its first "="

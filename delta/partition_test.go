@@ -243,13 +243,15 @@ func TestHivePathSegment(t *testing.T) {
 }
 
 func TestUnescapeHivePathName(t *testing.T) {
-	good := map[string]string{"": "", "plain": "plain", "%2f%2F": "//", "bar+%2522": "bar+%22", "%C3": "\u00c3"}
+	good := map[string]string{"": "", "plain": "plain", "%2f%2F": "//", "bar+%2522": "bar+%22",
+		// %XX runs are UTF-8 bytes (DuckDB, pyarrow); raw UTF-8 stays (Spark).
+		"%C3%BCn%C3%AF": "ünï", "ünï": "ünï", "%F0%9F%98%88%3D": "😈=", "\xc3%BC": "ü"}
 	for in, want := range good {
 		if got, err := UnescapeHivePathName(in); err != nil || got != want {
 			t.Errorf("UnescapeHivePathName(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"%", "a%2", "%zz", "%%41"} {
+	for _, in := range []string{"%", "a%2", "%zz", "%%41", "%C3", "%E9t%E9", "\xe9", "%ED%A0%80", "%C0%80"} {
 		if _, err := UnescapeHivePathName(in); !errors.Is(err, ErrInvalidPartitionPath) {
 			t.Errorf("UnescapeHivePathName(%q) error = %v", in, err)
 		}
@@ -396,4 +398,43 @@ func checkFixturePartitionValues(t *testing.T, name string, commits []fixtureCom
 		}
 	}
 	return n
+}
+
+// TestCanonicalPartitionValueAsSpark: the values a writer is given are
+// judged as Spark judges them (issue 22): one null spelling for every input,
+// no invalid UTF-8, timestamp_ntz keeping its wall clock when a zone is
+// written (Spark's Cast of a string to timestamp_ntz:
+// DateTimeUtils.stringToTimestampWithoutTimeZone with allowTimeZone = true),
+// timestamp converted to UTC.
+func TestCanonicalPartitionValueAsSpark(t *testing.T) {
+	ntz, ts := PrimitiveType{"timestamp_ntz"}, PrimitiveType{"timestamp"}
+	str := PrimitiveType{"string"}
+	tests := []struct {
+		typ  DataType
+		in   string
+		want *string // nil: null
+	}{
+		{str, HiveDefaultPartition, nil},
+		{PrimitiveType{"integer"}, HiveDefaultPartition, nil},
+		{str, "", nil},
+		{str, "ünï", sp("ünï")},
+		{ntz, "2024-01-02T10:00:00+05:00", sp("2024-01-02 10:00:00.000000")},
+		{ntz, "2024-01-02 10:00:00-08:00", sp("2024-01-02 10:00:00.000000")},
+		{ntz, "2024-01-02T10:00:00Z", sp("2024-01-02 10:00:00.000000")},
+		{ntz, "2024-01-02 10:00:00.5", sp("2024-01-02 10:00:00.500000")},
+		{ts, "2024-01-02T10:00:00+05:00", sp("2024-01-02T05:00:00.000000Z")},
+		{ts, "2024-01-02 10:00:00+05:00", sp("2024-01-02T05:00:00.000000Z")},
+		{ts, "2024-01-02 10:00:00", sp("2024-01-02T10:00:00.000000Z")},
+	}
+	for _, tt := range tests {
+		got, err := CanonicalPartitionValue(tt.typ, &tt.in)
+		if err != nil || deref(got) != deref(tt.want) || (got == nil) != (tt.want == nil) {
+			t.Errorf("CanonicalPartitionValue(%s, %q) = %q, %v; want %q", tt.typ, tt.in, deref(got), err, deref(tt.want))
+		}
+	}
+	for _, in := range []string{"\xe9t\xe9", "a\xff"} {
+		if got, err := CanonicalPartitionValue(str, &in); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+			t.Errorf("CanonicalPartitionValue(string, %q) = %q, %v; want a UTF-8 refusal", in, deref(got), err)
+		}
+	}
 }

@@ -211,6 +211,10 @@ func (in *inbox) partitionDir(ctx context.Context, depth int, name string) (stri
 	}
 	want := cols[depth]
 	col, val, err := delta.ParseHiveSegment(name)
+	if c, _, _ := strings.Cut(name, "="); err != nil && strings.EqualFold(c, delta.EscapeHivePathName(want.Name)) {
+		// The right column, a value that does not decode (a bad escape, not UTF-8): say why.
+		return "", nil, fmt.Errorf("%w: %q: %w (table %s)", ErrInvalidFile, name, err, in.dir.name)
+	}
 	if err != nil || !strings.EqualFold(col, want.Name) || strings.ContainsFunc(name, isControl) {
 		return "", nil, fmt.Errorf("%w: %q: want %s=<value> here (table %s: %s)", ErrInvalidFile, name, want.Name, in.dir.name, partitionHint(cols))
 	}

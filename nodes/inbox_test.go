@@ -516,3 +516,31 @@ func TestInboxDupClosedEarly(t *testing.T) {
 		t.Errorf("commits %q, want %q second", got, want)
 	}
 }
+
+// TestInboxPartitionDirsUTF8: issue 22. A directory DuckDB or pyarrow names
+// (the UTF-8 bytes of "ünï" percent-encoded) means "ünï", not the Latin-1
+// "Ã¼nÃ¯"; one whose bytes are not UTF-8 is refused with the reason in the
+// status file.
+func TestInboxPartitionDirsUTF8(t *testing.T) {
+	w := &fakeWriter{cols: []*delta.StructField{{Name: "letter", Type: delta.PrimitiveType{Name: "string"}, Nullable: true}}}
+	inbox, _ := mountInbox(t, w)
+	leaf := filepath.Join(inbox, "letter=%C3%BCn%C3%AF")
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		t.Fatalf("mkdir %s: %v", leaf, err)
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "p.parquet"), parquetish, 0o644); err != nil {
+		t.Fatalf("file in the leaf: %v", err)
+	}
+	if calls := w.calls(); len(calls) != 1 || calls[0].PartitionValues["letter"] == nil || *calls[0].PartitionValues["letter"] != "ünï" {
+		t.Fatalf("appends = %+v, want letter=ünï", calls)
+	}
+	for _, bad := range []string{"letter=%E9t%E9", "letter=%C3"} {
+		if err := os.Mkdir(filepath.Join(inbox, bad), 0o755); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("mkdir %s: %v, want EINVAL", bad, err)
+		}
+	}
+	ev := statusEvents(t, inbox)
+	if len(ev) == 0 || !strings.Contains(ev[len(ev)-1].Error, "UTF-8") {
+		t.Errorf("status = %+v, want the UTF-8 reason", ev)
+	}
+}

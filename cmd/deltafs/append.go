@@ -92,7 +92,9 @@ func appendFiles(ctx context.Context, c *writeback.Committer, paths []string, fl
 	for _, p := range paths {
 		pv := map[string]*string(flags)
 		if len(flags) == 0 && len(cols) > 0 {
-			pv = hivePartitionValues(p, cols)
+			if pv, err = hivePartitionValues(p, cols); err != nil {
+				return nil, err
+			}
 		}
 		if err := checkPartitionValues(p, pv, cols, len(flags) > 0); err != nil {
 			return nil, err
@@ -149,21 +151,25 @@ func checkPartitionValues(path string, pv map[string]*string, cols []*delta.Stru
 }
 
 // hivePartitionValues reads col=value directory names of path whose column
-// is a partition column of the table (Hive escapes undone).
-func hivePartitionValues(path string, cols []*delta.StructField) map[string]*string {
+// is a partition column of the table (Hive escapes undone, %XX runs as
+// UTF-8). A directory naming a partition column whose value cannot be
+// decoded (a bad escape, bytes that are not UTF-8) is an error saying why;
+// other directories are not the table's business.
+func hivePartitionValues(path string, cols []*delta.StructField) (map[string]*string, error) {
 	out := map[string]*string{}
 	for _, seg := range strings.Split(filepath.ToSlash(filepath.Dir(path)), "/") {
 		col, v, err := delta.ParseHiveSegment(seg)
-		if err != nil {
-			continue
-		}
 		for _, f := range cols {
-			if strings.EqualFold(f.Name, col) {
+			name, _, _ := strings.Cut(seg, "=")
+			switch {
+			case err != nil && strings.EqualFold(f.Name, name):
+				return nil, fmt.Errorf("%s: directory %q: %w", path, seg, err)
+			case err == nil && strings.EqualFold(f.Name, col):
 				out[f.Name] = v
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // printProgress reports uploads of files of 8 MiB or more on stderr.
