@@ -66,9 +66,9 @@ func ruleFor(rel string) *layerRule {
 	return nil
 }
 
-// testHelpers are packages for tests only (they import "testing"): only
-// tests and each other may import them.
-var testHelpers = map[string]bool{"internal/testenv": true, "internal/fixturecheck": true}
+// testHelpers are packages for tests only (they import "testing", or serve
+// only tests, like powerfs): only tests and each other may import them.
+var testHelpers = map[string]bool{"internal/testenv": true, "internal/fixturecheck": true, "internal/powerfs": true}
 
 // violations returns one message per forbidden arrow from pkg (an import
 // path) to its transitive non-test dependencies deps.
