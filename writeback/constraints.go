@@ -28,23 +28,25 @@ type tableConstraint struct {
 }
 
 // tableConstraints returns the table's CHECK constraints (configuration
-// keys matched case-insensitively, as Spark matches them; sorted by name)
-// and column invariants, parsed. A constraint outside the supported subset
-// is an error naming it.
+// keys matched case-insensitively, as Spark matches them; every key is
+// enforced, two that differ only in case too, in the order of their keys),
+// column invariants and the length checks of CHAR/VARCHAR columns,
+// parsed. A constraint outside the supported subset is an error naming it.
 func tableConstraints(m *delta.Metadata, schema *delta.StructType) ([]tableConstraint, error) {
 	var out []tableConstraint
-	var names []string
-	texts := map[string]string{}
-	for k, v := range m.Configuration {
+	var keys []string
+	for k := range m.Configuration {
 		if len(k) > len(configConstraintPrefix) && strings.EqualFold(k[:len(configConstraintPrefix)], configConstraintPrefix) {
-			name := strings.ToLower(k[len(configConstraintPrefix):])
-			names = append(names, name)
-			texts[name] = v
+			keys = append(keys, k)
 		}
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		c, err := newConstraint(fmt.Sprintf("CHECK constraint %s (%s)", name, texts[name]), texts[name])
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := strings.ToLower(keys[i]), strings.ToLower(keys[j])
+		return a < b || a == b && keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		name, text := strings.ToLower(k[len(configConstraintPrefix):]), m.Configuration[k]
+		c, err := newConstraint(fmt.Sprintf("CHECK constraint %s (%s)", name, text), text)
 		if err != nil {
 			return nil, err
 		}
@@ -69,6 +71,11 @@ func invariants(st *delta.StructType, path []string, inContainer bool) ([]tableC
 	var out []tableConstraint
 	for _, f := range st.Fields {
 		fp := appendPath(path, f.Name)
+		if cv, ok, err := charVarcharCheck(f, fp, inContainer); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, cv)
+		}
 		if raw, ok := f.Metadata[metaInvariants]; ok {
 			label := "invariant of column " + dotted(fp)
 			var doc struct {

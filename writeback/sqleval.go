@@ -110,9 +110,25 @@ func ratScale(r *big.Rat) int {
 	return n
 }
 
-// errOverflow reports integer arithmetic outside its type: Spark wraps
-// around there, so the appender refuses rather than guess.
-var errOverflow = errors.New("integer arithmetic overflows its type (Spark would wrap around)")
+// Where Spark 3.5 (spark.sql.ansi.enabled=false, its default) and Spark 4
+// (ANSI mode, its default) compute different outcomes, the row is refused
+// with an error naming both rules, rather than one of them picked.
+var (
+	// errOverflow: integer arithmetic outside its type (Add/Subtract/
+	// Multiply/UnaryMinus: legacy wraps around, ANSI raises ARITHMETIC_OVERFLOW).
+	errOverflow = errors.New("integer arithmetic overflows its type: Spark 3.5 (spark.sql.ansi.enabled=false) wraps around, " +
+		"Spark 4 (ANSI, its default) fails the write with ARITHMETIC_OVERFLOW; deltafs refuses the row rather than pick one")
+	// errDivideByZero: / or % by zero (Divide, Remainder: legacy NULL, ANSI DIVIDE_BY_ZERO).
+	errDivideByZero = errors.New("division by zero: Spark 3.5 (spark.sql.ansi.enabled=false) gives NULL, " +
+		"Spark 4 (ANSI, its default) fails the write with DIVIDE_BY_ZERO; deltafs refuses the row rather than pick one")
+	// errDecimalOverflow: a value that does not fit the decimal type a
+	// comparison casts both sides to, capped at 38 digits
+	// (DecimalPrecision.widerDecimalType, DecimalType.bounded; Cast: legacy
+	// NULL, ANSI NUMERIC_VALUE_OUT_OF_RANGE).
+	errDecimalOverflow = errors.New("a value does not fit the decimal type Spark computes or compares it at (its precision capped at 38 digits): " +
+		"Spark 3.5 (spark.sql.ansi.enabled=false) casts it to NULL, Spark 4 (ANSI, its default) fails the write with NUMERIC_VALUE_OUT_OF_RANGE; " +
+		"deltafs refuses the row rather than pick one")
+)
 
 // evalFn evaluates a compiled expression over one row of column values.
 type evalFn func(row []sqlValue) (sqlValue, error)
@@ -172,6 +188,8 @@ func compileSQL(e sqlExpr, resolve columnResolver) (evalFn, sqlType, error) {
 		return compileSQL(lo, resolve)
 	case *likeExpr:
 		return compileLike(e, resolve)
+	case *charLenExpr:
+		return compileCharLen(e, resolve)
 	}
 	return nil, sqlType{}, fmt.Errorf("unknown expression %T", e)
 }
@@ -218,13 +236,26 @@ func compileBinary(e *binaryExpr, resolve columnResolver) (evalFn, sqlType, erro
 		}
 		return logicFn(e.op == "AND", l, r), sqlType{kind: kindBool}, nil
 	case "+", "-", "*", "/", "%":
-		return arithmetic(e.op, l, r, lt, rt)
+		return arithmetic(e.op, l, r, literalPrecision(e.l, lt, rt), literalPrecision(e.r, rt, lt))
 	}
-	cmp, err := comparer(lt, rt)
+	cmp, err := comparer(literalPrecision(e.l, lt, rt), literalPrecision(e.r, rt, lt))
 	if err != nil {
 		return nil, sqlType{}, fmt.Errorf("%s %s %s: %w", lt, e.op, rt, err)
 	}
 	return compareFn(e.op, l, r, cmp), sqlType{kind: kindBool}, nil
+}
+
+// literalPrecision is the type an integer literal compared with a decimal
+// is cast to: the decimal of its own digits, not of its type
+// (DecimalPrecision.nondecimalAndDecimal with
+// spark.sql.legacy.literal.pickMinimumPrecision, true by default:
+// DecimalType.fromLiteral).
+func literalPrecision(e sqlExpr, t, other sqlType) sqlType {
+	lit, ok := e.(*litExpr)
+	if !ok || t.kind != kindInt || other.kind != kindDecimal {
+		return t
+	}
+	return sqlType{kind: kindDecimal, precision: max(len(new(big.Int).Abs(lit.v.r.Num()).String()), 1)}
 }
 
 // logicFn is SQL's three-valued AND (and) or OR.
@@ -250,7 +281,7 @@ func logicFn(and bool, l, r evalFn) evalFn {
 	}
 }
 
-func compareFn(op string, l, r evalFn, cmp func(a, b sqlValue) int) evalFn {
+func compareFn(op string, l, r evalFn, cmp cmpFn) evalFn {
 	return func(row []sqlValue) (sqlValue, error) {
 		a, err := l(row)
 		if err != nil {
@@ -264,12 +295,16 @@ func compareFn(op string, l, r evalFn, cmp func(a, b sqlValue) int) evalFn {
 			if a.isNull() || b.isNull() {
 				return boolValue(a.isNull() && b.isNull()), nil
 			}
-			return boolValue(cmp(a, b) == 0), nil
+			c, err := cmp(a, b)
+			return boolValue(c == 0), err
 		}
 		if a.isNull() || b.isNull() {
 			return nullValue, nil
 		}
-		c := cmp(a, b)
+		c, err := cmp(a, b)
+		if err != nil {
+			return nullValue, err
+		}
 		switch op {
 		case "=":
 			return boolValue(c == 0), nil
@@ -286,36 +321,90 @@ func compareFn(op string, l, r evalFn, cmp func(a, b sqlValue) int) evalFn {
 	}
 }
 
+// cmpFn orders two non-null values of a comparison; an error is a value
+// that cannot be cast to the type they are compared at.
+type cmpFn func(x, y sqlValue) (int, error)
+
 // comparer returns how two values of the types compare, as Spark does
-// after its implicit casts: numbers by value (as float when either is a
-// float, as double when a double or a decimal meets a float, NaN equal to
-// itself and above every number), strings by their UTF-8 bytes, booleans
-// false before true.
-func comparer(a, b sqlType) (func(x, y sqlValue) int, error) {
-	switch {
-	case a.kind == kindNull || b.kind == kindNull:
-		if a.kind == kindNull && b.kind == kindNull {
-			return func(sqlValue, sqlValue) int { return 0 }, nil
-		}
-		if a.kind == kindNull {
-			return comparer(b, b)
-		}
-		return comparer(a, a)
-	case a.numeric() && b.numeric():
-		if a.kind != kindFloat && b.kind != kindFloat {
-			return func(x, y sqlValue) int { return x.r.Cmp(y.r) }, nil
-		}
-		bits := 64
-		if max(a.bits*btoi(a.kind == kindFloat), b.bits*btoi(b.kind == kindFloat)) == 32 && a.kind != kindDecimal && b.kind != kindDecimal {
-			bits = 32
-		}
-		return func(x, y sqlValue) int { return cmpSparkFloat(x.asFloat(bits), y.asFloat(bits)) }, nil
-	case a.kind == kindString && b.kind == kindString:
-		return func(x, y sqlValue) int { return strings.Compare(x.s, y.s) }, nil
-	case a.kind == kindBool && b.kind == kindBool:
-		return func(x, y sqlValue) int { return btoi(x.b) - btoi(y.b) }, nil
+// after its implicit casts to their common type (widerType): numbers by
+// value (as float when either is a float, as double when a double or a
+// decimal meets a float, NaN equal to itself and above every number;
+// integers and decimals exactly, at a decimal type capped at 38 digits),
+// strings by their UTF-8 bytes, booleans false before true.
+func comparer(a, b sqlType) (cmpFn, error) {
+	t, capped, err := widerType(a, b)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("comparing a %s with a %s is outside the supported subset", a, b)
+	return compareAt(t, capped), nil
+}
+
+// compareAt compares two values cast to type t; capped says t is a
+// decimal whose precision was cut to 38, so that a value may not fit.
+func compareAt(t sqlType, capped bool) cmpFn {
+	switch t.kind {
+	case kindFloat:
+		return func(x, y sqlValue) (int, error) { return cmpSparkFloat(x.asFloat(t.bits), y.asFloat(t.bits)), nil }
+	case kindInt, kindDecimal:
+		return func(x, y sqlValue) (int, error) {
+			if capped && (!fitsDecimal(x.r, t) || !fitsDecimal(y.r, t)) {
+				return 0, errDecimalOverflow
+			}
+			return x.r.Cmp(y.r), nil
+		}
+	case kindString:
+		return func(x, y sqlValue) (int, error) { return strings.Compare(x.s, y.s), nil }
+	case kindBool:
+		return func(x, y sqlValue) (int, error) { return btoi(x.b) - btoi(y.b), nil }
+	}
+	return func(sqlValue, sqlValue) (int, error) { return 0, nil } // NULL with NULL
+}
+
+// fitsDecimal reports whether exact value r has at most t.precision -
+// t.scale integral digits (its scale is at most t.scale by construction).
+func fitsDecimal(r *big.Rat, t sqlType) bool {
+	lim := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(t.precision-t.scale)), nil))
+	return new(big.Rat).Abs(r).Cmp(lim) < 0
+}
+
+// widerType is the type Spark casts two types to when they meet in a
+// comparison or an IN list (TypeCoercion.findWiderTypeForTwo; the ANSI
+// rules agree for these types): NULL takes the other type; integers the
+// wider one; a float or double with an integer the float type
+// (numericPrecedence), with a decimal a double; integers and decimals a
+// decimal wide enough for both (DecimalPrecision.widerDecimalType, an
+// integer as DecimalType.forType: tinyint decimal(3,0) ... bigint
+// decimal(20,0)), bounded to 38 digits (DecimalType.bounded: capped).
+// Strings meet strings and booleans booleans only: Spark 3.5 and 4 cast
+// a string meeting a number differently, so that is outside the subset.
+func widerType(a, b sqlType) (t sqlType, capped bool, err error) {
+	switch {
+	case a.kind == kindNull:
+		return b, false, nil
+	case b.kind == kindNull:
+		return a, false, nil
+	case a.kind == kindInt && b.kind == kindInt:
+		return sqlType{kind: kindInt, bits: max(a.bits, b.bits)}, false, nil
+	case a.numeric() && b.numeric() && (a.kind == kindFloat || b.kind == kindFloat):
+		if a.kind == kindDecimal || b.kind == kindDecimal || max(a.bits*btoi(a.kind == kindFloat), b.bits*btoi(b.kind == kindFloat)) == 64 {
+			return sqlType{kind: kindFloat, bits: 64}, false, nil
+		}
+		return sqlType{kind: kindFloat, bits: 32}, false, nil
+	case a.numeric() && b.numeric():
+		a, b = asDecimal(a), asDecimal(b)
+		if a == b {
+			return a, false, nil
+		}
+		s := max(a.scale, b.scale)
+		p := max(a.precision-a.scale, b.precision-b.scale) + s
+		if p > maxDecimalPrecision {
+			return sqlType{kind: kindDecimal, precision: maxDecimalPrecision, scale: min(s, maxDecimalPrecision)}, true, nil
+		}
+		return sqlType{kind: kindDecimal, precision: p, scale: s}, false, nil
+	case a.kind == b.kind && (a.kind == kindString || a.kind == kindBool):
+		return a, false, nil
+	}
+	return sqlType{}, false, fmt.Errorf("comparing a %s with a %s is outside the supported subset", a, b)
 }
 
 func btoi(b bool) int {
@@ -362,7 +451,7 @@ func arithmetic(op string, l, r evalFn, lt, rt sqlType) (evalFn, sqlType, error)
 			return nullValue, err
 		}
 		if res.kind == kindFloat {
-			return floatArith(op, a.asFloat(res.bits), b.asFloat(res.bits), res.bits), nil
+			return floatArith(op, a.asFloat(res.bits), b.asFloat(res.bits), res.bits)
 		}
 		return exactArith(op, a.r, b.r, res)
 	}, res, nil
@@ -401,10 +490,15 @@ func arithmeticType(op string, a, b sqlType) (sqlType, error) {
 	case "%":
 		p = min(a.precision-a.scale, b.precision-b.scale) + s
 	}
-	if p > 38 {
+	if p > maxDecimalPrecision && s > 6 {
+		// DecimalPrecision.adjustPrecisionScale (allowPrecisionLoss) would
+		// cut the scale and round the result.
 		return sqlType{}, fmt.Errorf("decimal %s of %s and %s needs more than 38 digits (Spark would round)", op, a, b)
 	}
-	return sqlType{kind: kindDecimal, precision: p, scale: s}, nil
+	// Over 38 digits with a scale of at most 6, Spark keeps the scale and
+	// caps the precision: decimal(38,s), which a result may overflow
+	// (exactArith checks it).
+	return sqlType{kind: kindDecimal, precision: min(p, maxDecimalPrecision), scale: s}, nil
 }
 
 func asDecimal(t sqlType) sqlType {
@@ -414,7 +508,7 @@ func asDecimal(t sqlType) sqlType {
 	return t
 }
 
-func floatArith(op string, a, b float64, bits int) sqlValue {
+func floatArith(op string, a, b float64, bits int) (sqlValue, error) {
 	var f float64
 	switch op {
 	case "+":
@@ -425,7 +519,7 @@ func floatArith(op string, a, b float64, bits int) sqlValue {
 		f = a * b
 	case "/", "%":
 		if b == 0 {
-			return nullValue // Spark: division by zero is null
+			return nullValue, errDivideByZero
 		}
 		if op == "/" {
 			f = a / b
@@ -436,7 +530,7 @@ func floatArith(op string, a, b float64, bits int) sqlValue {
 	if bits == 32 {
 		f = float64(float32(f))
 	}
-	return floatValue(f)
+	return floatValue(f), nil
 }
 
 func exactArith(op string, a, b *big.Rat, res sqlType) (sqlValue, error) {
@@ -450,7 +544,7 @@ func exactArith(op string, a, b *big.Rat, res sqlType) (sqlValue, error) {
 		out.Mul(a, b)
 	case "%":
 		if b.Sign() == 0 {
-			return nullValue, nil
+			return nullValue, errDivideByZero
 		}
 		q := new(big.Rat).Quo(a, b)
 		t := new(big.Int).Quo(q.Num(), q.Denom()) // truncated toward zero
@@ -458,6 +552,9 @@ func exactArith(op string, a, b *big.Rat, res sqlType) (sqlValue, error) {
 	}
 	if res.kind == kindInt && !fitsBits(out, res.bits) {
 		return nullValue, errOverflow
+	}
+	if res.kind == kindDecimal && res.precision == maxDecimalPrecision && !fitsDecimal(out, res) {
+		return nullValue, errDecimalOverflow
 	}
 	return exactValue(out), nil
 }
@@ -472,24 +569,29 @@ func fitsBits(r *big.Rat, bits int) bool {
 	return n.Cmp(lim) < 0 && n.Cmp(new(big.Int).Neg(lim)) >= 0
 }
 
+// compileIn compiles x IN (items) as Spark's InConversion does: x and
+// every item cast to their common type (findWiderCommonType, folding
+// widerType over x and all the items, not item by item), then compared
+// there.
 func compileIn(e *inExpr, resolve columnResolver) (evalFn, sqlType, error) {
 	x, xt, err := compileSQL(e.x, resolve)
 	if err != nil {
 		return nil, xt, err
 	}
-	var items []evalFn
-	var cmps []func(a, b sqlValue) int
-	for _, it := range e.list {
+	common, capped := xt, false
+	items := make([]evalFn, len(e.list))
+	for i, it := range e.list {
 		f, t, err := compileSQL(it, resolve)
 		if err != nil {
 			return nil, t, err
 		}
-		cmp, err := comparer(xt, t)
+		c, cp, err := widerType(common, t)
 		if err != nil {
 			return nil, t, fmt.Errorf("IN: %w", err)
 		}
-		items, cmps = append(items, f), append(cmps, cmp)
+		items[i], common, capped = f, c, capped || cp
 	}
+	cmp := compareAt(common, capped)
 	not := e.not
 	return func(row []sqlValue) (sqlValue, error) {
 		v, err := x(row)
@@ -497,14 +599,20 @@ func compileIn(e *inExpr, resolve columnResolver) (evalFn, sqlType, error) {
 			return nullValue, err
 		}
 		sawNull := false
-		for i, it := range items {
+		for _, it := range items {
 			w, err := it(row)
 			if err != nil {
 				return w, err
 			}
 			if w.isNull() {
 				sawNull = true
-			} else if cmps[i](v, w) == 0 {
+				continue
+			}
+			c, err := cmp(v, w)
+			if err != nil {
+				return nullValue, err
+			}
+			if c == 0 {
 				return boolValue(!not), nil
 			}
 		}

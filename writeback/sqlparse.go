@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -116,17 +117,38 @@ func (t sqlToken) is(keyword string) bool {
 	return t.kind == tokIdent && strings.EqualFold(t.text, keyword)
 }
 
-// lexSQL splits the text into tokens.
+// lexSQL splits the text into tokens as Spark's SqlBaseLexer.g4 does for
+// the tokens of the subset: its WS characters and its SIMPLE_COMMENT
+// ("--" to the end of the line, a backslash-newline continuing it) and
+// BRACKETED_COMMENT ("/* */", nested; unclosed is an error; "/*+" starts
+// a hint, which no expression may hold) are skipped.
 func lexSQL(s string) ([]sqlToken, error) {
 	var out []sqlToken
 	for i := 0; i < len(s); {
 		r, w := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case unicode.IsSpace(r):
+		case r == utf8.RuneError && w == 1:
+			return nil, fmt.Errorf("at offset %d: the text is not valid UTF-8", i)
+		case sparkSpace(r):
 			i += w
+		case strings.HasPrefix(s[i:], "--"):
+			i = skipLineComment(s, i)
+		case strings.HasPrefix(s[i:], "/*"):
+			j, err := skipBracketedComment(s, i)
+			if err != nil {
+				return nil, err
+			}
+			i = j
 		case r >= '0' && r <= '9' || r == '.' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9':
 			j := lexNumber(s, i)
 			out = append(out, sqlToken{tokNum, s[i:j], i})
+			i = j
+		case (r == 'r' || r == 'R') && i+1 < len(s) && (s[i+1] == '\'' || s[i+1] == '"'):
+			str, j, err := lexRawString(s, i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sqlToken{tokStr, str, i})
 			i = j
 		case r == '\'' || r == '"':
 			str, j, err := lexString(s, i)
@@ -146,7 +168,7 @@ func lexSQL(s string) ([]sqlToken, error) {
 			j := i
 			for j < len(s) {
 				r2, w2 := utf8.DecodeRuneInString(s[j:])
-				if r2 != '_' && !unicode.IsLetter(r2) && !unicode.IsDigit(r2) {
+				if r2 != '_' && !unicode.IsLetter(r2) && (r2 < '0' || r2 > '9') {
 					break
 				}
 				j += w2
@@ -165,6 +187,66 @@ func lexSQL(s string) ([]sqlToken, error) {
 	return append(out, sqlToken{kind: tokEOF, pos: len(s)}), nil
 }
 
+// sparkSpace reports whether r is in the WS rule of SqlBaseLexer.g4
+// (narrower than unicode.IsSpace: U+0085 and U+2029 are not spaces there).
+func sparkSpace(r rune) bool {
+	switch r {
+	case ' ', '\t', '\n', '\f', '\r', '\v', 0xA0, 0x1680, 0x2028, 0x202F, 0x205F, 0x3000:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200A
+}
+
+// skipLineComment returns the end of the SIMPLE_COMMENT at i:
+// '--' ('\\\n' | ~[\r\n])* '\r'? '\n'?.
+func skipLineComment(s string, i int) int {
+	j := i + 2
+	for j < len(s) {
+		switch {
+		case strings.HasPrefix(s[j:], "\\\n"):
+			j += 2
+			continue
+		case s[j] == '\r' || s[j] == '\n':
+		default:
+			j++
+			continue
+		}
+		break
+	}
+	if j < len(s) && s[j] == '\r' {
+		j++
+	}
+	if j < len(s) && s[j] == '\n' {
+		j++
+	}
+	return j
+}
+
+// skipBracketedComment returns the end of the BRACKETED_COMMENT at i,
+// nested comments included (a nested "/*+" is text, as in Spark's rule).
+func skipBracketedComment(s string, i int) (int, error) {
+	if strings.HasPrefix(s[i:], "/*+") {
+		return 0, fmt.Errorf("at offset %d: a hint (/*+ ... */) is not an expression", i)
+	}
+	depth := 0
+	for j := i; j < len(s); {
+		switch {
+		case strings.HasPrefix(s[j:], "/*") && !strings.HasPrefix(s[j:], "/*+"):
+			depth++
+			j += 2
+		case strings.HasPrefix(s[j:], "*/"):
+			depth--
+			j += 2
+			if depth == 0 {
+				return j, nil
+			}
+		default:
+			j++
+		}
+	}
+	return 0, fmt.Errorf("at offset %d: unclosed /* comment", i)
+}
+
 func lexOp(s string) string {
 	for _, op := range []string{"<=>", "==", "<>", "!=", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%", "(", ")", ",", "."} {
 		if strings.HasPrefix(s, op) {
@@ -175,7 +257,9 @@ func lexOp(s string) string {
 }
 
 // lexNumber returns the end of the number starting at i: digits, a
-// fraction, an exponent and a suffix (letters, checked by the parser).
+// fraction, an exponent and a suffix (letters, digits and underscores
+// that follow, checked by the parser: Spark's isValidDecimal refuses a
+// number run into a name).
 func lexNumber(s string, i int) int {
 	digits := func(j int) int {
 		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
@@ -196,23 +280,47 @@ func lexNumber(s string, i int) int {
 			j = e
 		}
 	}
-	for j < len(s) && (s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z') {
+	for j < len(s) && (s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= '0' && s[j] <= '9' || s[j] == '_') {
 		j++
 	}
 	return j
 }
 
-// lexString reads a quoted string with Spark's backslash escapes.
+// lexString reads a quoted string (STRING_LITERAL or DOUBLEQUOTED_STRING)
+// and unescapes it as SparkParserUtils.unescapeSQLString does: \\uXXXX,
+// \\UXXXXXXXX, octal \\[01][0-7][0-7], then \\0 \\b \\n \\r \\t \\Z, \\% and \\_
+// kept as two characters (for LIKE), any other escaped character itself.
+// Spark builds UTF-16 text: a surrogate pair written as two \\u escapes is
+// one character, a lone surrogate or a code point above U+10FFFF has no
+// UTF-8 form and is refused.
 func lexString(s string, i int) (string, int, error) {
 	q := s[i]
 	var b strings.Builder
+	var high rune // a pending high surrogate from a \\u escape
 	for j := i + 1; j < len(s); j++ {
 		c := s[j]
+		if c == '\\' && j+1 < len(s) {
+			if cp, n, ok := unicodeEscape(s[j:]); ok {
+				if err := appendUTF16(&b, &high, cp); err != nil {
+					return "", 0, fmt.Errorf("at offset %d: %v", j, err)
+				}
+				j += n - 1
+				continue
+			}
+		}
+		if high != 0 {
+			return "", 0, fmt.Errorf("at offset %d: a lone surrogate escape has no UTF-8 form", j)
+		}
 		switch {
 		case c == q:
 			return b.String(), j + 1, nil
 		case c == '\\' && j+1 < len(s):
 			j++
+			if n, ok := octalEscape(s[j:]); ok {
+				b.WriteByte(n)
+				j += 2
+				continue
+			}
 			switch e := s[j]; e {
 			case 'n':
 				b.WriteByte('\n')
@@ -230,13 +338,77 @@ func lexString(s string, i int) (string, int, error) {
 				b.WriteByte('\\')
 				b.WriteByte(e)
 			default:
-				b.WriteByte(e)
+				_, w := utf8.DecodeRuneInString(s[j:])
+				b.WriteString(s[j : j+w])
+				j += w - 1
 			}
 		default:
 			b.WriteByte(c)
 		}
 	}
 	return "", 0, fmt.Errorf("at offset %d: unterminated string", i)
+}
+
+// unicodeEscape reads \\u + 4 or \\U + 8 hex digits at the start of s.
+func unicodeEscape(s string) (cp int64, n int, ok bool) {
+	switch {
+	case len(s) >= 6 && s[1] == 'u' && isHex(s[2:6]):
+		cp, _ = strconv.ParseInt(s[2:6], 16, 64)
+		return cp, 6, true
+	case len(s) >= 10 && s[1] == 'U' && isHex(s[2:10]):
+		cp, _ = strconv.ParseInt(s[2:10], 16, 64)
+		return cp, 10, true
+	}
+	return 0, 0, false
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// octalEscape reads [01][0-7][0-7] at the start of s (after the backslash).
+func octalEscape(s string) (byte, bool) {
+	if len(s) < 3 || (s[0] != '0' && s[0] != '1') || s[1] < '0' || s[1] > '7' || s[2] < '0' || s[2] > '7' {
+		return 0, false
+	}
+	return (s[0]-'0')<<6 | (s[1]-'0')<<3 | (s[2] - '0'), true
+}
+
+// appendUTF16 appends code point cp as Spark's UTF-16 text would hold it,
+// pairing surrogates.
+func appendUTF16(b *strings.Builder, high *rune, cp int64) error {
+	switch {
+	case cp > unicode.MaxRune:
+		return fmt.Errorf("code point U+%X is above U+10FFFF", cp)
+	case cp >= 0xDC00 && cp <= 0xDFFF && *high != 0:
+		b.WriteRune(utf16.DecodeRune(*high, rune(cp)))
+		*high = 0
+		return nil
+	case *high != 0:
+		return fmt.Errorf("a lone surrogate escape has no UTF-8 form")
+	case cp >= 0xD800 && cp <= 0xDBFF:
+		*high = rune(cp)
+		return nil
+	case cp >= 0xDC00 && cp <= 0xDFFF:
+		return fmt.Errorf("a lone surrogate escape has no UTF-8 form")
+	}
+	b.WriteRune(rune(cp))
+	return nil
+}
+
+// lexRawString reads R'...' or R"..." (no escapes), as STRING_LITERAL does.
+func lexRawString(s string, i int) (string, int, error) {
+	q := s[i+1]
+	end := strings.IndexByte(s[i+2:], q)
+	if end < 0 {
+		return "", 0, fmt.Errorf("at offset %d: unterminated string", i)
+	}
+	return s[i+2 : i+2+end], i + 3 + end, nil
 }
 
 // lexQuoted reads a `quoted` name; “ stands for one backquote.
@@ -450,6 +622,15 @@ func (p *sqlParser) product() (sqlExpr, error) {
 }
 
 func (p *sqlParser) unary() (sqlExpr, error) {
+	if t := p.peek(); t.kind == tokOp && t.text == "-" && p.toks[p.pos+1].kind == tokNum {
+		// SqlBaseParser.g4 `number: MINUS? INTEGER_VALUE | MINUS? TINYINT_LITERAL | ...`:
+		// the sign is part of the literal, so -128Y is a tinyint, -2147483648 an int and
+		// -9223372036854775808L a bigint (ANTLR takes the constant alternative first).
+		p.next()
+		n := p.next()
+		n.text, n.pos = "-"+n.text, t.pos
+		return parseNumber(n)
+	}
 	if t := p.peek(); t.kind == tokOp && (t.text == "-" || t.text == "+") {
 		p.next()
 		if err := p.enter(); err != nil {
@@ -509,10 +690,18 @@ func reserved(s string) bool {
 	return false
 }
 
-// parseNumber reads a numeric literal with Spark's types: an integer is
-// int, else bigint, else decimal; with a fraction decimal; with an
-// exponent double; suffixes L (bigint), S (smallint), Y (tinyint),
-// D (double), F (float), BD (decimal).
+// parseNumber reads a numeric literal (with its sign, when the parser saw
+// one) as AstBuilder types it (SqlBaseLexer.g4 for the forms):
+//
+//	12, -2147483648       int if it fits, else bigint, else decimal(p,0) (visitIntegerLiteral)
+//	12L, 12S, 12Y         bigint, smallint, tinyint, range-checked with the sign; digits only
+//	1.5, .5, 1.           decimal of Java BigDecimal's precision and scale (visitDecimalLiteral)
+//	1e3, 1.5E-2           double (visitExponentLiteral: not legacy_exponent_literal_as_decimal)
+//	1.5D, 1.5F            double, float, range-checked (visitDoubleLiteral, visitFloatLiteral)
+//	1.5BD, 1.5E2BD        decimal of BigDecimal(raw) after Decimal.set: a negative scale
+//	                      becomes scale 0 (1.5E2BD is decimal(3,0), 150)
+//
+// A decimal of more than 38 digits is refused, as DecimalType refuses it.
 func parseNumber(t sqlToken) (sqlExpr, error) {
 	s := t.text
 	end := len(s)
@@ -520,28 +709,25 @@ func parseNumber(t sqlToken) (sqlExpr, error) {
 		end--
 	}
 	body, suffix := s[:end], strings.ToUpper(s[end:])
-	if strings.ContainsAny(body, "eE") && suffix == "" {
-		suffix = "D"
-	}
-	r, ok := new(big.Rat).SetString(body)
-	if !ok || body == "" {
+	digits := strings.TrimPrefix(body, "-")
+	if digits == "" || strings.Contains(digits, "_") {
 		return nil, fmt.Errorf("at offset %d: bad number %q", t.pos, s)
 	}
+	exp := strings.ContainsAny(body, "eE")
 	integral := !strings.ContainsAny(body, ".eE")
+	r, ok := new(big.Rat).SetString(body)
+	if !ok {
+		return nil, fmt.Errorf("at offset %d: bad number %q", t.pos, s)
+	}
 	lit := func(typ sqlType, v sqlValue) (sqlExpr, error) { return &litExpr{v: v, typ: typ}, nil }
-	switch suffix {
-	case "":
-		if integral {
-			return lit(intLiteralType(r), exactValue(r))
+	switch {
+	case suffix == "" && integral:
+		typ, err := intLiteralType(r)
+		if err != nil {
+			return nil, fmt.Errorf("at offset %d: %s: %v", t.pos, s, err)
 		}
-		return lit(decimalTypeOf(body), exactValue(r))
-	case "L", "S", "Y":
-		bits := map[string]int{"L": 64, "S": 16, "Y": 8}[suffix]
-		if !integral || !fitsBits(r, bits) {
-			return nil, fmt.Errorf("at offset %d: %s does not fit its type", t.pos, s)
-		}
-		return lit(sqlType{kind: kindInt, bits: bits}, exactValue(r))
-	case "D", "F":
+		return lit(typ, exactValue(r))
+	case suffix == "" && exp, suffix == "D", suffix == "F":
 		f, err := strconv.ParseFloat(body, 64)
 		if err != nil || suffix == "F" && math.IsInf(float64(float32(f)), 0) {
 			return nil, fmt.Errorf("at offset %d: %s is out of range", t.pos, s)
@@ -550,28 +736,66 @@ func parseNumber(t sqlToken) (sqlExpr, error) {
 			return lit(sqlType{kind: kindFloat, bits: 32}, floatValue(float64(float32(f))))
 		}
 		return lit(sqlType{kind: kindFloat, bits: 64}, floatValue(f))
-	case "BD":
-		return lit(decimalTypeOf(body), exactValue(r))
+	case suffix == "" || suffix == "BD":
+		typ, err := decimalLiteralType(body)
+		if err != nil {
+			return nil, fmt.Errorf("at offset %d: %s: %v", t.pos, s, err)
+		}
+		return lit(typ, exactValue(r))
+	case suffix == "L" || suffix == "S" || suffix == "Y":
+		bits := map[string]int{"L": 64, "S": 16, "Y": 8}[suffix]
+		if !integral || !fitsBits(r, bits) {
+			return nil, fmt.Errorf("at offset %d: %s does not fit its type", t.pos, s)
+		}
+		return lit(sqlType{kind: kindInt, bits: bits}, exactValue(r))
 	}
 	return nil, fmt.Errorf("at offset %d: bad number suffix in %q", t.pos, s)
 }
 
-func intLiteralType(r *big.Rat) sqlType {
+// maxDecimalPrecision is DecimalType.MAX_PRECISION.
+const maxDecimalPrecision = 38
+
+func intLiteralType(r *big.Rat) (sqlType, error) {
 	switch {
 	case fitsBits(r, 32):
-		return sqlType{kind: kindInt, bits: 32}
+		return sqlType{kind: kindInt, bits: 32}, nil
 	case fitsBits(r, 64):
-		return sqlType{kind: kindInt, bits: 64}
+		return sqlType{kind: kindInt, bits: 64}, nil
 	}
-	return sqlType{kind: kindDecimal, precision: len(r.Num().String()), scale: 0}
+	p := len(new(big.Int).Abs(r.Num()).String())
+	if p > maxDecimalPrecision {
+		return sqlType{}, fmt.Errorf("%d digits is more than a decimal holds (%d)", p, maxDecimalPrecision)
+	}
+	return sqlType{kind: kindDecimal, precision: p, scale: 0}, nil
 }
 
-// decimalTypeOf gives a decimal literal its precision and scale.
-func decimalTypeOf(body string) sqlType {
-	intPart, frac, _ := strings.Cut(body, ".")
-	digits := strings.TrimLeft(intPart, "0") + frac
-	p := max(len(digits), len(frac), 1)
-	return sqlType{kind: kindDecimal, precision: p, scale: len(frac)}
+// decimalLiteralType gives a decimal literal the precision and scale of
+// Java's BigDecimal(body) as Spark's Decimal.set adjusts them: precision
+// below scale (0.01: 1, 2) becomes the scale; a negative scale (1.5E2:
+// 15 scaled -1) becomes 0 with the digits it stood for.
+func decimalLiteralType(body string) (sqlType, error) {
+	mant, expText, _ := strings.Cut(strings.ToUpper(strings.TrimPrefix(body, "-")), "E")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	scale := len(frac)
+	if expText != "" {
+		e, err := strconv.Atoi(expText)
+		if err != nil || e > 1000 || e < -1000 {
+			return sqlType{}, fmt.Errorf("exponent out of range")
+		}
+		scale -= e
+	}
+	unscaled := strings.TrimLeft(intPart+frac, "0")
+	p := max(len(unscaled), 1)
+	switch {
+	case scale < 0:
+		p, scale = p-scale, 0
+	case p < scale:
+		p = scale
+	}
+	if p > maxDecimalPrecision {
+		return sqlType{}, fmt.Errorf("decimal(%d,%d) is more than a decimal holds (%d digits)", p, scale, maxDecimalPrecision)
+	}
+	return sqlType{kind: kindDecimal, precision: p, scale: scale}, nil
 }
 
 // The sql methods print an expression fully parenthesized, so that the
@@ -625,7 +849,7 @@ func quoteSQLString(s string) string {
 		case '\b':
 			b.WriteString(`\b`)
 		case 0:
-			b.WriteString(`\0`)
+			b.WriteString(`\000`) // not \0: a digit after it would read as octal
 		case 26:
 			b.WriteString(`\Z`)
 		default:
@@ -644,7 +868,7 @@ func (e *colExpr) sql() string {
 	return strings.Join(parts, ".")
 }
 
-func (e *negExpr) sql() string    { return "(-" + e.x.sql() + ")" }
+func (e *negExpr) sql() string    { return "(-(" + e.x.sql() + "))" } // "-1" would be a literal
 func (e *notExpr) sql() string    { return "(NOT " + e.x.sql() + ")" }
 func (e *binaryExpr) sql() string { return "(" + e.l.sql() + " " + e.op + " " + e.r.sql() + ")" }
 
