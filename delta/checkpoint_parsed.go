@@ -359,7 +359,8 @@ func writeCheckpointParsed(w io.Writer, snap *Snapshot, l *parsedLayout, asJSON,
 	}
 	rowT := reflect.StructOf(sfs)
 	schema := parquet.NewSchema("spark_schema", parquet.SchemaOf(reflect.New(rowT).Interface()))
-	pw := parquet.NewWriter(w, schema, parquet.Compression(&parquet.Snappy))
+	pw := parquet.NewWriter(w, schema, parquet.Compression(&parquet.Snappy),
+		parquet.MaxRowsPerRowGroup(checkpointRowGroupRows))
 	total := int64(0)
 	write := func(r cpwRow, cm *cpwCheckpointMetadata) error {
 		row := reflect.New(rowT).Elem()

@@ -106,6 +106,14 @@ type (
 // checkpointBatch is how many rows are handed to the Parquet writer at once.
 const checkpointBatch = 1024
 
+// checkpointRowGroupRows bounds the rows of one row group of a checkpoint
+// written here. The Parquet writer holds the current row group's pages in
+// memory until it is flushed, so this bounds what writing a checkpoint
+// holds whatever the table's size (about 10 MiB of page buffers at 32Ki
+// adds with stats); a checkpoint of a million files is 31 row groups,
+// which readers take one at a time.
+var checkpointRowGroupRows int64 = 32 << 10
+
 // WriteCheckpoint writes a single-file checkpoint of snap at
 // _delta_log/<version>.checkpoint.parquet, then points _last_checkpoint at
 // it unless the hint already names a newer version.
@@ -121,27 +129,70 @@ const checkpointBatch = 1024
 // It does not check that the table may be written (writer features): that
 // is the caller's decision. Tombstones are not expired by retention.
 //
-// The file is encoded in memory and stored with one Put: checkpoints may be
-// overwritten, since every checkpoint of a version is equivalent. An error
-// leaves the table's commits untouched; a failure after the checkpoint is
-// stored only leaves _last_checkpoint stale, which readers tolerate.
+// The file is streamed to one Put as it is encoded, in row groups of at
+// most checkpointRowGroupRows rows: memory does not grow with the table
+// beyond the snapshot itself. Checkpoints may be overwritten, since every
+// checkpoint of a version is equivalent; a Put that fails midway stores
+// nothing (a local store writes a temporary file and renames it, an object
+// store aborts the upload). An error leaves the table's commits untouched;
+// a failure after the checkpoint is stored only leaves _last_checkpoint
+// stale, which readers tolerate.
 func WriteCheckpoint(ctx context.Context, s Storage, snap *Snapshot) error {
 	v := snap.Version()
-	var buf bytes.Buffer
-	rows, err := encodeCheckpoint(&buf, snap)
+	rows, size, err := putCheckpoint(ctx, s, snap)
 	if err != nil {
-		return fmt.Errorf("write checkpoint %d: %w", v, err)
-	}
-	size := int64(buf.Len())
-	if err := s.Put(ctx, CheckpointKey(v), &buf); err != nil {
-		return fmt.Errorf("write checkpoint %d: %w", v, err)
+		return fmt.Errorf("write checkpoint %d of %s: %w", v, s, err)
 	}
 	adds := int64(len(snap.Files()))
 	lc := LastCheckpoint{Version: v, Size: rows, SizeInBytes: &size, NumOfAddFiles: &adds}
 	if err := writeLastCheckpoint(ctx, s, lc); err != nil {
-		return fmt.Errorf("checkpoint %d written, but: %w", v, err)
+		return fmt.Errorf("checkpoint %d of %s written, but: %w", v, s, err)
 	}
 	return nil
+}
+
+// errPutStopped is what the encoder of a checkpoint gets when the Put
+// reading it returned before the end of the body.
+var errPutStopped = errors.New("the store stopped reading the checkpoint before its end")
+
+// putCheckpoint encodes snap's checkpoint into a pipe that one Put reads,
+// and returns its rows (actions) and bytes. An encoding error is
+// returned as such (the Put sees it as a failed read and stores nothing);
+// a Put that returns, even with nil, before reading the whole body fails.
+func putCheckpoint(ctx context.Context, s Storage, snap *Snapshot) (rows, size int64, err error) {
+	pr, pw := io.Pipe()
+	cw := &countingWriter{w: pw}
+	done := make(chan error, 1)
+	go func() {
+		n, err := encodeCheckpoint(cw, snap)
+		rows = n
+		pw.CloseWithError(err) // nil: the reader gets EOF
+		done <- err
+	}()
+	putErr := s.Put(ctx, CheckpointKey(snap.Version()), pr)
+	pr.CloseWithError(errPutStopped) // unblocks the encoder if Put stopped reading
+	encErr := <-done
+	switch {
+	case encErr != nil && !errors.Is(encErr, errPutStopped):
+		return 0, 0, encErr
+	case putErr != nil:
+		return 0, 0, putErr
+	case encErr != nil:
+		return 0, 0, encErr
+	}
+	return rows, cw.n, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // encodeCheckpoint writes snap's checkpoint as Parquet to w and returns the
@@ -179,7 +230,8 @@ func encodeCheckpoint(w io.Writer, snap *Snapshot) (int64, error) {
 // to a Parquet file named like Spark's ("spark_schema").
 func writeCheckpointRows[T any](w io.Writer, snap *Snapshot, wrap func(cpwRow) T, first []T) (int64, error) {
 	schema := parquet.NewSchema("spark_schema", parquet.SchemaOf(new(T)))
-	pw := parquet.NewGenericWriter[T](w, schema, parquet.Compression(&parquet.Snappy))
+	pw := parquet.NewGenericWriter[T](w, schema, parquet.Compression(&parquet.Snappy),
+		parquet.MaxRowsPerRowGroup(checkpointRowGroupRows))
 	batch := append(make([]T, 0, checkpointBatch), first...)
 	total := int64(0)
 	flush := func() error {
