@@ -82,7 +82,7 @@ func (s *Snapshot) computePartitionNames() (map[string]string, error) {
 	if err != nil {
 		return nil, &LogError{Table: s.table.name, Version: s.version, Err: err}
 	}
-	nm := NewNameMap(schema, md.ColumnMapping())
+	nm := NewNameMap(schema, s.ColumnMapping())
 	for _, c := range md.PartitionColumns {
 		p, ok := nm.Physical(c)
 		if !ok {

@@ -390,6 +390,24 @@ func (m *Metadata) ColumnMapping() ColumnMappingMode {
 	return ColumnMappingMode(v)
 }
 
+// ColumnMappingFor returns the column mapping mode a table with protocol p
+// and metadata m has: m's delta.columnMapping.mode when the protocol
+// supports the columnMapping feature (reader version 2 with writer 5 or 6,
+// or the feature listed for readers and writers at 3/7), else
+// ColumnMappingNone. PROTOCOL.md "Column Mapping": the property "should
+// only be honored if the table's protocol has the reader and writer
+// versions and/or table features that support the columnMapping table
+// feature"; files of such a table carry logical names, which a reader
+// honouring the property would read as missing (NULL) columns. An unknown
+// mode is returned as it is (CheckReadable refuses it either way).
+func ColumnMappingFor(p *Protocol, m *Metadata) ColumnMappingMode {
+	mode := m.ColumnMapping()
+	if mode.Valid() && !(p.HasReaderFeature("columnMapping") && p.HasWriterFeature("columnMapping")) {
+		return ColumnMappingNone
+	}
+	return mode
+}
+
 // Schema parses SchemaString (see ParseSchema). Errors wrap ErrCorruptLog.
 func (m *Metadata) Schema() (*StructType, error) {
 	if m.SchemaString == "" {

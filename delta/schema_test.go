@@ -428,3 +428,23 @@ func TestNameMapIcebergCompatFixture(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnMappingForProtocol: PROTOCOL.md "Column Mapping": the mode is
+// honoured only when the protocol supports the columnMapping feature.
+func TestColumnMappingForProtocol(t *testing.T) {
+	m := &Metadata{Configuration: map[string]string{"delta.columnMapping.mode": "name"}}
+	for _, tc := range []struct {
+		p    *Protocol
+		want ColumnMappingMode
+	}{
+		{&Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, ColumnMappingNone},
+		{&Protocol{MinReaderVersion: 1, MinWriterVersion: 5}, ColumnMappingNone}, // reader 2 is required
+		{&Protocol{MinReaderVersion: 2, MinWriterVersion: 5}, ColumnMappingName},
+		{&Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}}, ColumnMappingName},
+		{&Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{}, WriterFeatures: []string{"domainMetadata"}}, ColumnMappingNone},
+	} {
+		if got := ColumnMappingFor(tc.p, m); got != tc.want {
+			t.Errorf("ColumnMappingFor(%+v) = %s, want %s", *tc.p, got, tc.want)
+		}
+	}
+}

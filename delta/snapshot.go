@@ -83,6 +83,12 @@ func (s *Snapshot) Protocol() *Protocol { return s.state.protocol }
 // Metadata returns the table's metadata at this version.
 func (s *Snapshot) Metadata() *Metadata { return s.state.metadata }
 
+// ColumnMapping returns the column mapping mode the snapshot honours: its
+// metadata's, when its protocol supports the feature (ColumnMappingFor).
+func (s *Snapshot) ColumnMapping() ColumnMappingMode {
+	return ColumnMappingFor(s.Protocol(), s.Metadata())
+}
+
 // Schema returns the parsed table schema (logical names).
 func (s *Snapshot) Schema() (*StructType, error) {
 	s.schemaOnce.Do(func() { s.schema, s.schemaErr = s.state.metadata.Schema() })

@@ -114,7 +114,7 @@ func (t *Table) entry(ctx context.Context, key string, srcSize int64, build func
 // cache key.
 func renameFor(snap *delta.Snapshot) (*pqfile.Rename, string, error) {
 	md := snap.Metadata()
-	mode := md.ColumnMapping()
+	mode := snap.ColumnMapping()
 	if mode == "" || mode == delta.ColumnMappingNone {
 		return nil, "", nil
 	}

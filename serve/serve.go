@@ -57,10 +57,11 @@ func IsRewritten(c Content) bool {
 	return ok
 }
 
-// Mapped reports whether the data files of a table with metadata md carry
-// physical column names (column mapping in id or name mode).
-func Mapped(md *delta.Metadata) bool {
-	mode := md.ColumnMapping()
+// Mapped reports whether the data files of the snapshot carry physical
+// column names (column mapping in id or name mode, and honoured by its
+// protocol: delta.ColumnMappingFor).
+func Mapped(snap *delta.Snapshot) bool {
+	mode := snap.ColumnMapping()
 	return mode != "" && mode != delta.ColumnMappingNone
 }
 
@@ -124,7 +125,7 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 // size is not the one the log gives is an error wrapping
 // delta.ErrCorruptLog, never wrong data.
 func (t *Table) Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error) {
-	if Rewritten(f.Add, Mapped(snap.Metadata())) {
+	if Rewritten(f.Add, Mapped(snap)) {
 		return t.openRewritten(ctx, snap, f)
 	}
 	c, err := t.openStored(ctx, f)
@@ -146,7 +147,7 @@ func (t *Table) Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 // (Rewritten), or because its columns are not its snapshot's (read from
 // its footer, through c when it is open already).
 func (t *Table) rewritten(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, c Content) (bool, error) {
-	if Rewritten(f.Add, Mapped(snap.Metadata())) {
+	if Rewritten(f.Add, Mapped(snap)) {
 		return true, nil
 	}
 	shape, err := t.shape(snap)

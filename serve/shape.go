@@ -411,7 +411,7 @@ func (t *Table) Warm(snap *delta.Snapshot, adds []*delta.Add) {
 		return
 	}
 	shape, err := t.shape(snap)
-	if err != nil || shape.hasParts() || Mapped(snap.Metadata()) {
+	if err != nil || shape.hasParts() || Mapped(snap) {
 		return
 	}
 	if len(adds) < 2 {

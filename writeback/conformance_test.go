@@ -112,6 +112,28 @@ func conformanceRows() []conformanceRow {
 			protocol: writer7("clustering", "domainMetadata"), config: map[string]string{configNumIndexed: "0"},
 			extra: []string{`{"domainMetadata":{"domain":"delta.clustering","configuration":"{\"clusteringColumns\":[[\"c\"]]}","removed":false}}`}},
 			good: doubles(1, 2), check: checkStatsKey("c"), bad: doubles(1, nanValue()), badWant: "clustering column c needs statistics"},
+		// Issue 22: the clustering domain in PROTOCOL.md's own form (a list of physical names).
+		{feature: "clustering, PROTOCOL.md form", table: testTable{schema: structSchema(field("c", `"double"`, true, "")),
+			protocol: writer7("clustering", "domainMetadata"), config: map[string]string{configNumIndexed: "0"},
+			extra: []string{`{"domainMetadata":{"domain":"delta.clustering","configuration":"{\"clusteringColumns\":[\"c\"]}","removed":false}}`}},
+			good: doubles(1, 2), check: checkStatsKey("c"), bad: doubles(1, nanValue()), badWant: "clustering column c needs statistics"},
+		{feature: "clustering, unknown form", table: testTable{schema: structSchema(field("c", `"double"`, true, "")),
+			protocol: writer7("clustering", "domainMetadata"),
+			extra:    []string{`{"domainMetadata":{"domain":"delta.clustering","configuration":"{\"clusteringColumns\":[{\"name\":\"c\"}]}","removed":false}}`}},
+			unwritable: "delta.clustering domain configuration"},
+		{feature: "clustering, column not in the schema", table: testTable{schema: structSchema(field("c", `"double"`, true, "")),
+			protocol: writer7("clustering", "domainMetadata"),
+			extra:    []string{`{"domainMetadata":{"domain":"delta.clustering","configuration":"{\"clusteringColumns\":[[\"gone\"]]}","removed":false}}`}},
+			unwritable: "clustering column gone, which is not in the table schema"},
+		// Issue 22: column mapping is honoured only when the protocol supports the feature.
+		{feature: "columnMapping property, feature not supported", table: testTable{protocol: legacy(2),
+			config: map[string]string{"delta.columnMapping.mode": "name"},
+			schema: structSchema(field("id", `"long"`, true, `{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-5f0a"}`))},
+			good: ids(7), check: checkLogicalNames("id"), bad: wrongType, badWant: wrongTypeWant},
+		{feature: "columnMapping id mode without field ids", table: testTable{protocol: `{"minReaderVersion":2,"minWriterVersion":5}`,
+			config: map[string]string{"delta.columnMapping.mode": "id"},
+			schema: structSchema(field("id", `"long"`, true, `{"delta.columnMapping.physicalName":"col-5f0a"}`))},
+			unwritable: "column mapping mode id, but column id has no delta.columnMapping.id"},
 		{feature: "icebergCompatV1", table: idTable(writer7("icebergCompatV1", "columnMapping"), nil, ""), unwritable: "icebergCompatV1"},
 		{feature: "icebergCompatV2", table: idTable(writer7("icebergCompatV2", "columnMapping"), nil, ""), unwritable: "icebergCompatV2"},
 		{feature: "inCommitTimestamp", table: idTable(writer7("inCommitTimestamp"), map[string]string{"delta.enableInCommitTimestamps": "true"}, ""),
@@ -234,6 +256,22 @@ func checkStatsKey(key string) func(t *testing.T, dir string, v int64, add *delt
 		}
 		if err := json.Unmarshal([]byte(add.Stats), &st); err != nil || st.NullCount[key] == nil {
 			t.Errorf("stats %s: no nullCount for %s (%v)", add.Stats, key, err)
+		}
+	}
+}
+
+// checkLogicalNames: the stats and the data file's footer use the logical
+// name (no column mapping applied).
+func checkLogicalNames(name string) func(t *testing.T, dir string, v int64, add *delta.Add) {
+	return func(t *testing.T, dir string, v int64, add *delta.Add) {
+		checkStatsKey(name)(t, dir, v, add)
+		key, err := latest(t, dir).DataKey(add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, names := readRows(t, filepath.Join(dir, filepath.FromSlash(key)))
+		if len(names) != 1 || names[0] != name {
+			t.Errorf("data file columns %v, want [%s]", names, name)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,25 +60,92 @@ func rowTrackingDomain(hwm int64) *delta.DomainMetadata {
 }
 
 // clusteringColumns maps the lower-cased dotted logical paths of the
-// table's clustering columns to their physical paths (the delta.clustering
-// domain lists physical paths), so that they always get statistics.
-func clusteringColumns(snap *delta.Snapshot, schema *delta.StructType) map[string][]string {
+// table's clustering columns to their physical paths, so that they always
+// get statistics [§Clustered Table]. The domain is read only when the
+// protocol supports the clustering feature; then its configuration must
+// be one of the two forms in use, each naming columns of the schema:
+// PROTOCOL.md's example, {"clusteringColumns":["c1","c2"]} (each string one
+// top-level physical name), or Spark's, {"clusteringColumns":[["c1"],
+// ["s","a"]]} (each a physical path). Anything else is refused: columns
+// ignored would lose the statistics the feature requires.
+func clusteringColumns(snap *delta.Snapshot, schema *delta.StructType) (map[string][]string, error) {
 	out := map[string][]string{}
 	d, ok := snap.Domain(domainClustering)
-	if !ok || d.Removed {
-		return out
+	if !ok || d.Removed || !snap.Protocol().HasWriterFeature("clustering") {
+		return out, nil
 	}
+	paths, err := clusteringPaths(d.Configuration)
+	if err != nil {
+		return nil, fmt.Errorf("%s domain configuration %q: %w", domainClustering, d.Configuration, err)
+	}
+	nm := delta.NewNameMap(schema, snap.ColumnMapping())
+	for _, phys := range paths {
+		logical, ok := nm.LogicalPath(phys)
+		if !ok {
+			return nil, fmt.Errorf("%s domain names clustering column %s, which is not in the table schema", domainClustering, strings.Join(phys, "."))
+		}
+		out[strings.ToLower(dotted(logical))] = phys
+	}
+	return out, nil
+}
+
+// clusteringPaths decodes the clusteringColumns list in either form.
+func clusteringPaths(conf string) ([][]string, error) {
 	var cfg struct {
-		Columns [][]string `json:"clusteringColumns"`
+		Columns []json.RawMessage `json:"clusteringColumns"`
 	}
-	if json.Unmarshal([]byte(d.Configuration), &cfg) != nil {
-		return out
+	dec := json.NewDecoder(strings.NewReader(conf))
+	if err := dec.Decode(&cfg); err != nil || cfg.Columns == nil {
+		return nil, fmt.Errorf("want {\"clusteringColumns\": [...]}")
 	}
-	nm := delta.NewNameMap(schema, snap.Metadata().ColumnMapping())
-	for _, phys := range cfg.Columns {
-		if logical, ok := nm.LogicalPath(phys); ok {
-			out[strings.ToLower(dotted(logical))] = phys
+	var out [][]string
+	for _, raw := range cfg.Columns {
+		var name string
+		var path []string
+		switch {
+		case json.Unmarshal(raw, &name) == nil && name != "":
+			path = []string{name}
+		case json.Unmarshal(raw, &path) == nil && len(path) > 0 && !slices.Contains(path, ""):
+		default:
+			return nil, fmt.Errorf("entry %s is neither a column name nor a path of names", raw)
+		}
+		out = append(out, path)
+	}
+	return out, nil
+}
+
+// checkFieldIDs refuses an id-mode schema with a field that has no
+// delta.columnMapping.id: under id mode a reader matches columns by
+// Parquet field_id [§Column Mapping], so a file written without one would
+// read as NULL columns. Other modes need no ids.
+func checkFieldIDs(mode delta.ColumnMappingMode, st *delta.StructType, path []string) error {
+	if mode != delta.ColumnMappingID {
+		return nil
+	}
+	for _, f := range st.Fields {
+		fp := appendPath(path, f.Name)
+		if _, ok := f.FieldID(); !ok {
+			return fmt.Errorf("column mapping mode id, but column %s has no delta.columnMapping.id", dotted(fp))
+		}
+		for _, inner := range nestedStructs(f.Type) {
+			if err := checkFieldIDs(mode, inner, fp); err != nil {
+				return err
+			}
 		}
 	}
-	return out
+	return nil
+}
+
+// nestedStructs lists the structs directly inside t (itself, or the
+// element, key or value types of arrays and maps, recursively).
+func nestedStructs(t delta.DataType) []*delta.StructType {
+	switch t := t.(type) {
+	case *delta.StructType:
+		return []*delta.StructType{t}
+	case *delta.ArrayType:
+		return nestedStructs(t.ElementType)
+	case *delta.MapType:
+		return append(nestedStructs(t.KeyType), nestedStructs(t.ValueType)...)
+	}
+	return nil
 }

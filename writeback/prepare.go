@@ -53,11 +53,11 @@ func (c *Committer) prepare(snap *delta.Snapshot, f File) (*prepared, error) {
 		return nil, err
 	}
 	p := &prepared{file: f, display: display}
-	partCols, err := p.setPartition(m)
+	partCols, err := p.setPartition(m, snap.ColumnMapping())
 	if err != nil {
 		return nil, err
 	}
-	pq, sc, err := c.openChecked(p, schema, partCols, m.ColumnMapping())
+	pq, sc, err := c.openChecked(p, schema, partCols, snap.ColumnMapping())
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (p *prepared) checkAndStat(snap *delta.Snapshot, m *delta.Metadata, schema 
 	if err != nil {
 		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
 	}
-	if err := p.checkConstraints(cs, schema, pq, sc.leaves, partCols, m.ColumnMapping()); err != nil {
+	if err := p.checkConstraints(cs, schema, pq, sc.leaves, partCols, snap.ColumnMapping()); err != nil {
 		return err
 	}
 	if sc.mode != delta.ColumnMappingNone {
@@ -134,7 +134,11 @@ func (p *prepared) checkAndStat(snap *delta.Snapshot, m *delta.Metadata, schema 
 	}
 	p.codec = codecName(pq.meta)
 	p.numRecords = pq.meta.NumRows
-	p.stats, err = buildStats(pq, sc.leaves, statsSelector(snap, schema, partCols), stringPrefix(m), display)
+	sel, err := statsSelector(snap, schema, partCols)
+	if err != nil {
+		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
+	}
+	p.stats, err = buildStats(pq, sc.leaves, sel, stringPrefix(m), display)
 	return err
 }
 
@@ -142,7 +146,7 @@ func (p *prepared) checkAndStat(snap *delta.Snapshot, m *delta.Metadata, schema 
 // partition column (names matched case-insensitively), each parsing as the
 // column's type. It stores them canonically, keyed by physical name, and
 // returns the lower-cased partition column names.
-func (p *prepared) setPartition(m *delta.Metadata) (map[string]bool, error) {
+func (p *prepared) setPartition(m *delta.Metadata, mode delta.ColumnMappingMode) (map[string]bool, error) {
 	fields, err := m.PartitionSchema()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotWritable, err)
@@ -153,7 +157,6 @@ func (p *prepared) setPartition(m *delta.Metadata) (map[string]bool, error) {
 	}
 	cols := map[string]bool{}
 	p.partValues = map[string]*string{}
-	mode := m.ColumnMapping()
 	for _, f := range fields {
 		key := strings.ToLower(f.Name)
 		cols[key] = true
@@ -276,16 +279,20 @@ func hasDefLevel(cc parquet.ColumnChunk, null func(def int) bool) (found bool, e
 // delta.dataSkippingStatsColumns when set, else the first
 // delta.dataSkippingNumIndexedCols (default 32, -1 = all) leaves of the
 // data schema; clustering columns always.
-func statsSelector(snap *delta.Snapshot, schema *delta.StructType, partCols map[string]bool) statSelection {
+func statsSelector(snap *delta.Snapshot, schema *delta.StructType, partCols map[string]bool) (statSelection, error) {
 	m := snap.Metadata()
-	sel := statSelection{clustering: clusteringColumns(snap, schema)}
+	clustering, err := clusteringColumns(snap, schema)
+	if err != nil {
+		return statSelection{}, err
+	}
+	sel := statSelection{clustering: clustering}
 	if list := strings.TrimSpace(m.Configuration[configStatsColumns]); list != "" {
 		var prefixes [][]string
 		for _, col := range strings.Split(list, ",") {
 			prefixes = append(prefixes, splitColumnPath(strings.TrimSpace(col)))
 		}
 		sel.selected = func(p []string) bool { return hasPrefix(p, prefixes) }
-		return sel
+		return sel, nil
 	}
 	n := defaultNumIndexed
 	if v, err := strconv.Atoi(strings.TrimSpace(m.Configuration[configNumIndexed])); err == nil {
@@ -312,7 +319,7 @@ func statsSelector(snap *delta.Snapshot, schema *delta.StructType, partCols map[
 	}
 	walk(schema, nil)
 	sel.selected = func(p []string) bool { return first[strings.ToLower(dotted(p))] }
-	return sel
+	return sel, nil
 }
 
 // splitColumnPath splits "a.b" or "`a.b`.c" into its parts, lower-cased.

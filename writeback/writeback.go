@@ -216,6 +216,12 @@ func (c *Committer) writable(snap *delta.Snapshot) error {
 	if err != nil {
 		return err
 	}
+	if err := checkFieldIDs(snap.ColumnMapping(), schema, nil); err != nil {
+		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
+	}
+	if _, err := clusteringColumns(snap, schema); err != nil {
+		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
+	}
 	cs, err := tableConstraints(m, schema)
 	if err == nil {
 		err = checkConstraintsCompile(cs, schema)
