@@ -359,8 +359,11 @@ func writeCheckpointParsed(w io.Writer, snap *Snapshot, l *parsedLayout, asJSON,
 	}
 	rowT := reflect.StructOf(sfs)
 	schema := parquet.NewSchema("spark_schema", parquet.SchemaOf(reflect.New(rowT).Interface()))
-	pw := parquet.NewWriter(w, schema, parquet.Compression(&parquet.Snappy),
-		parquet.MaxRowsPerRowGroup(checkpointRowGroupRows))
+	opts, err := checkpointWriterOptions(snap.Metadata())
+	if err != nil {
+		return 0, err
+	}
+	pw := parquet.NewWriter(w, append(opts, schema, parquet.MaxRowsPerRowGroup(checkpointRowGroupRows))...)
 	total := int64(0)
 	write := func(r cpwRow, cm *cpwCheckpointMetadata) error {
 		row := reflect.New(rowT).Elem()
@@ -387,7 +390,6 @@ func writeCheckpointParsed(w io.Writer, snap *Snapshot, l *parsedLayout, asJSON,
 		total++
 		return pw.Write(row.Addr().Interface())
 	}
-	var err error
 	if v2 {
 		v := snap.Version()
 		err = write(cpwRow{}, &cpwCheckpointMetadata{Version: &v})

@@ -121,7 +121,8 @@ var checkpointRowGroupRows int64 = 32 << 10
 // The checkpoint holds the snapshot's protocol, metaData, txns and live
 // domains, its live files (adds, with their deletion vectors) and all its
 // tombstones (without stats and tags, as Spark writes them), in the column
-// layout of a Spark V1 checkpoint (snappy-compressed). When the table
+// layout of a Spark V1 checkpoint (compressed and paged as the table's
+// delta.parquet.* properties say: checkpointWriterOptions). When the table
 // supports the v2Checkpoint feature it is a classic-named V2-spec
 // checkpoint instead: the same rows plus one checkpointMetadata row, with
 // every file action inline (no sidecars).
@@ -230,8 +231,11 @@ func encodeCheckpoint(w io.Writer, snap *Snapshot) (int64, error) {
 // to a Parquet file named like Spark's ("spark_schema").
 func writeCheckpointRows[T any](w io.Writer, snap *Snapshot, wrap func(cpwRow) T, first []T) (int64, error) {
 	schema := parquet.NewSchema("spark_schema", parquet.SchemaOf(new(T)))
-	pw := parquet.NewGenericWriter[T](w, schema, parquet.Compression(&parquet.Snappy),
-		parquet.MaxRowsPerRowGroup(checkpointRowGroupRows))
+	opts, err := checkpointWriterOptions(snap.Metadata())
+	if err != nil {
+		return 0, err
+	}
+	pw := parquet.NewGenericWriter[T](w, append(opts, schema, parquet.MaxRowsPerRowGroup(checkpointRowGroupRows))...)
 	batch := append(make([]T, 0, checkpointBatch), first...)
 	total := int64(0)
 	flush := func() error {
@@ -240,7 +244,7 @@ func writeCheckpointRows[T any](w io.Writer, snap *Snapshot, wrap func(cpwRow) T
 		batch = batch[:0]
 		return err
 	}
-	err := checkpointRows(snap, func(r cpwRow) error {
+	err = checkpointRows(snap, func(r cpwRow) error {
 		batch = append(batch, wrap(r))
 		if len(batch) < checkpointBatch {
 			return nil
