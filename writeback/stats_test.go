@@ -1,6 +1,8 @@
 package writeback
 
 import (
+	"context"
+	"math"
 	"math/big"
 	"strings"
 	"testing"
@@ -72,5 +74,24 @@ func TestTimestampStats(t *testing.T) {
 	l.typ = delta.PrimitiveType{Name: "timestamp_ntz"}
 	if got, _ := encodeInt(l, 1_500); got != "1970-01-01T00:00:00.001" {
 		t.Errorf("timestamp_ntz = %v", got)
+	}
+}
+
+// TestStatsSignedZero: issue 22. -0.0 and +0.0 compare equal, so the bound
+// kept was whichever came first; a max of -0.0 over a file holding 0.0
+// (and a min of +0.0 over one holding -0.0) is not what the file holds
+// (Parquet's statistics rules write +0.0 as a zero max, -0.0 as a zero min).
+func TestStatsSignedZero(t *testing.T) {
+	dir := testTable{schema: structSchema(field("c", `"double"`, true, ""))}.create(t)
+	negZero := math.Copysign(0, -1)
+	src := writeParquet(t, "z.parquet", []struct {
+		C *float64 `parquet:"c,optional"`
+	}{{C: ptr(negZero)}, {C: ptr(0.0)}})
+	if _, err := newCommitter(t, dir).Append(context.Background(), []File{{LocalPath: src, Name: "z.parquet"}}); err != nil {
+		t.Fatal(err)
+	}
+	add := latest(t, dir).Files()[0]
+	if !strings.Contains(add.Stats, `"maxValues":{"c":0}`) || !strings.Contains(add.Stats, `"minValues":{"c":-0}`) {
+		t.Errorf("stats %s: want min -0 and max 0", add.Stats)
 	}
 }

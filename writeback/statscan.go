@@ -31,10 +31,13 @@ func scanLeaf(pq *pqFile, l statLeaf) (leafAgg, error) {
 			return
 		}
 		b := v.Bytes()
-		if agg.min == nil || compareBound(l, b, agg.min) < 0 {
+		// -0.0 and +0.0 compare equal, so whichever came first would stay:
+		// a zero min is -0.0 when the file holds one, a zero max +0.0 when
+		// the file holds one (a max of -0.0 is not what the file holds).
+		if agg.min == nil || outranks(l, isFloat, b, agg.min, -1) {
 			agg.min = bytes.Clone(b)
 		}
-		if agg.max == nil || compareBound(l, b, agg.max) > 0 {
+		if agg.max == nil || outranks(l, isFloat, b, agg.max, 1) {
 			agg.max = bytes.Clone(b)
 		}
 	}
@@ -45,6 +48,20 @@ func scanLeaf(pq *pqFile, l statLeaf) (leafAgg, error) {
 	}
 	return agg, nil
 }
+
+// outranks reports whether b should replace bound cur: it is beyond it in
+// direction dir (-1 for a min, 1 for a max), or for floats a zero of the
+// sign that bound wants (-0.0 for a min, +0.0 for a max) over the other.
+func outranks(l statLeaf, isFloat bool, b, cur []byte, dir int) bool {
+	c := compareBound(l, b, cur)
+	if c != 0 {
+		return c == dir
+	}
+	return isFloat && signBit(b) == (dir < 0) && signBit(cur) != (dir < 0)
+}
+
+// signBit reports whether a plain-encoded float or double has its sign set.
+func signBit(b []byte) bool { return len(b) > 0 && b[len(b)-1]&0x80 != 0 }
 
 func isNaN(v parquet.Value) bool {
 	if v.Kind() == parquet.Float {
