@@ -104,8 +104,10 @@ func (d *diskCache) lookup(name string) (e *diskEntry, bc *buildCall, leader boo
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e := d.entries[name]; e != nil {
-		e.refs++
-		d.lru.MoveToFront(e.elem)
+		if e.refs++; e.elem != nil {
+			d.lru.Remove(e.elem) // open: not a candidate for eviction
+			e.elem = nil
+		}
 		return e, nil, false
 	}
 	if bc := d.builds[name]; bc != nil {
@@ -126,13 +128,15 @@ func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn fu
 	defer func() {
 		d.mu.Lock()
 		delete(d.builds, name)
+		var victims []*diskEntry
 		if e != nil {
 			d.addLocked(e)
-			d.evictLocked()
+			victims = d.evictLocked()
 		}
 		d.mu.Unlock()
 		bc.err = shared
 		close(bc.done)
+		d.unlink(victims)
 	}()
 	size, id, err := d.write(ctx, name, fn, checked)
 	switch {
@@ -196,6 +200,7 @@ func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) e
 			return 0, none, err
 		}
 	}
+	d.waitRemoved(name) // an eviction's pending unlink of name would delete the new file
 	if err := os.Rename(tmp, d.path(name)); err != nil {
 		return 0, none, err
 	}
@@ -255,10 +260,7 @@ func (d *diskCache) forget(e *diskEntry) {
 	if d.entries[e.name] != e { // open's failure already dropped the caller's reference
 		return
 	}
-	d.lru.Remove(e.elem)
-	delete(d.entries, e.name)
-	d.used -= e.size
-	d.stats.diskBytes.Add(-e.size)
+	d.dropLocked(e)
 }
 
 // ctxWriter fails writes once ctx is done, so a build stops when its
@@ -284,13 +286,17 @@ func (w *ctxWriter) Write(p []byte) (int, error) {
 func (f *DiskFile) Discard() {
 	d := f.d
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.entries[f.e.name] != f.e {
+	if d.entries[f.e.name] != f.e || d.removing[f.e.name] != nil {
+		d.mu.Unlock()
 		return // already discarded
 	}
-	_ = os.Remove(d.path(f.e.name))
-	d.lru.Remove(f.e.elem)
-	delete(d.entries, f.e.name)
-	d.used -= f.e.size
-	d.stats.diskBytes.Add(-f.e.size)
+	d.dropLocked(f.e)
+	ch := make(chan struct{})
+	d.removing[f.e.name] = ch
+	d.mu.Unlock()
+	_ = removeFile(d.path(f.e.name))
+	d.mu.Lock()
+	close(ch)
+	delete(d.removing, f.e.name)
+	d.mu.Unlock()
 }

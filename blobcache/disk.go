@@ -23,7 +23,7 @@ type diskEntry struct {
 	name string
 	size int64
 	refs int           // guarded by diskCache.mu: open DiskFiles
-	elem *list.Element // guarded by diskCache.mu: position in diskCache.lru
+	elem *list.Element // guarded by diskCache.mu: position in diskCache.lru; nil while open
 	// verified is the identity the file of a DerivedChecked entry had
 	// when this process built or last checked it; zero: never.
 	verified fileIdentity // guarded by diskCache.mu
@@ -39,6 +39,14 @@ type buildCall struct {
 // diskCache indexes the derived files of one directory. A file is under its
 // final name only when complete (it was fsynced before its rename), so every
 // entry is a complete file; files being built are not entries.
+//
+// No file system call runs under mu: eviction picks its victims under the
+// lock (they leave the index at once, so their bytes are free for the
+// accounting) and unlinks them after it, and the LRU holds only the files
+// that are not open, so that picking walks no further than the victims.
+// A build of a name whose unlink is still pending waits for it before
+// renaming its file into place (removing), so that the late unlink cannot
+// delete the new file.
 type diskCache struct {
 	dir   string
 	limit int64
@@ -46,13 +54,14 @@ type diskCache struct {
 
 	mu      sync.Mutex
 	entries map[string]*diskEntry // guarded by mu: by file name
-	lru     *list.List            // guarded by mu: *diskEntry, most recently used first
+	lru     *list.List            // guarded by mu: *diskEntry not open, most recently used first
 	used    int64                 // guarded by mu: sum of entry sizes
 	// reserved is what Reserve handed out and Release has not given
 	// back: bytes of files kept outside the cache (staged uploads) that
 	// share its limit.
-	reserved int64                 // guarded by mu
-	builds   map[string]*buildCall // guarded by mu: by file name
+	reserved int64                    // guarded by mu
+	builds   map[string]*buildCall    // guarded by mu: by file name
+	removing map[string]chan struct{} // guarded by mu: names being unlinked; closed when done
 }
 
 // fileName returns the file name of a derived key: its SHA-256 in hex.
@@ -80,8 +89,8 @@ func openDiskCache(dir string, limit int64, stats *counters) (*diskCache, error)
 	if err != nil {
 		return nil, fmt.Errorf("blobcache: disk cache: %w", err)
 	}
-	d := &diskCache{dir: dir, limit: limit, stats: stats,
-		entries: make(map[string]*diskEntry), lru: list.New(), builds: make(map[string]*buildCall)}
+	d := &diskCache{dir: dir, limit: limit, stats: stats, entries: make(map[string]*diskEntry),
+		lru: list.New(), builds: make(map[string]*buildCall), removing: make(map[string]chan struct{})}
 	type found struct {
 		name  string
 		size  int64
@@ -105,43 +114,87 @@ func openDiskCache(dir string, limit int64, stats *counters) (*diskCache, error)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].mtime.Before(files[j].mtime) })
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	for _, f := range files {
 		d.addLocked(&diskEntry{name: f.name, size: f.size})
 	}
-	d.evictLocked()
+	victims := d.evictLocked()
+	d.mu.Unlock()
+	d.unlink(victims)
 	return d, nil
 }
 
 func (d *diskCache) path(name string) string { return filepath.Join(d.dir, name) }
 
-// addLocked indexes e as the most recently used file.
+// addLocked indexes e as the most recently used file (in the LRU unless
+// it is open).
 func (d *diskCache) addLocked(e *diskEntry) {
-	e.elem = d.lru.PushFront(e)
+	if e.refs == 0 {
+		e.elem = d.lru.PushFront(e)
+	}
 	d.entries[e.name] = e
 	d.used += e.size
 	d.stats.diskBytes.Add(e.size)
 }
 
-// evictLocked deletes least recently used files that are not open until
-// the total is within the limit (or only open files remain). Files are
-// unlinked under the lock so that a concurrent build of the same key cannot
-// have its new file deleted by a late unlink.
-func (d *diskCache) evictLocked() {
-	for el := d.lru.Back(); el != nil && d.used+d.reserved > d.limit; {
-		e := el.Value.(*diskEntry)
-		el = el.Prev()
-		if e.refs > 0 {
-			continue
-		}
-		if err := os.Remove(d.path(e.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			continue // keep accounting it: it still takes space
-		}
+// dropLocked removes e from the index and the accounting.
+func (d *diskCache) dropLocked(e *diskEntry) {
+	if e.elem != nil {
 		d.lru.Remove(e.elem)
-		delete(d.entries, e.name)
-		d.used -= e.size
-		d.stats.diskBytes.Add(-e.size)
-		d.stats.diskEvictions.Add(1)
+		e.elem = nil
+	}
+	delete(d.entries, e.name)
+	d.used -= e.size
+	d.stats.diskBytes.Add(-e.size)
+}
+
+// evictLocked picks least recently used files that are not open until the
+// total is within the limit (or no file that is not open remains), drops
+// them from the index and marks their names as being removed. The caller
+// must pass them to unlink once it has released mu.
+func (d *diskCache) evictLocked() []*diskEntry {
+	var victims []*diskEntry
+	for d.used+d.reserved > d.limit && d.lru.Len() > 0 {
+		e := d.lru.Back().Value.(*diskEntry)
+		d.dropLocked(e)
+		d.removing[e.name] = make(chan struct{})
+		victims = append(victims, e)
+	}
+	return victims
+}
+
+// removeFile is os.Remove; tests replace it to see what runs meanwhile.
+var removeFile = os.Remove
+
+// unlink deletes the files evictLocked picked, without holding mu. A file
+// that cannot be deleted is indexed again as the least recently used (it
+// still takes space).
+func (d *diskCache) unlink(victims []*diskEntry) {
+	for _, e := range victims {
+		err := removeFile(d.path(e.name))
+		d.mu.Lock()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && d.entries[e.name] == nil {
+			d.addLocked(e)
+			d.lru.MoveToBack(e.elem)
+		} else {
+			d.stats.diskEvictions.Add(1)
+		}
+		close(d.removing[e.name])
+		delete(d.removing, e.name)
+		d.mu.Unlock()
+	}
+}
+
+// waitRemoved waits until no unlink of name is pending, so that a file
+// about to be renamed to name is not deleted by it.
+func (d *diskCache) waitRemoved(name string) {
+	for {
+		d.mu.Lock()
+		ch := d.removing[name]
+		d.mu.Unlock()
+		if ch == nil {
+			return
+		}
+		<-ch
 	}
 }
 
@@ -159,15 +212,17 @@ func (c *Cache) Reserve(n int64) error {
 		return nil
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.reserved += n
-	d.evictLocked()
+	victims := d.evictLocked()
+	var err error
 	if d.used+d.reserved > d.limit {
 		d.reserved -= n
-		return fmt.Errorf("%w: %d more bytes do not fit in %d (%d reserved, %d held by open cached files)",
+		err = fmt.Errorf("%w: %d more bytes do not fit in %d (%d reserved, %d held by open cached files)",
 			ErrDiskFull, n, d.limit, d.reserved, d.used)
 	}
-	return nil
+	d.mu.Unlock()
+	d.unlink(victims)
+	return err
 }
 
 // Release gives back n bytes taken by Reserve.
@@ -181,12 +236,17 @@ func (c *Cache) Release(n int64) {
 	d.reserved = max(d.reserved-n, 0)
 }
 
-// release drops one reference to e and evicts if over the limit.
+// release drops one reference to e (the last puts it in the LRU as the
+// most recently used) and evicts if over the limit.
 func (d *diskCache) release(e *diskEntry) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	e.refs--
-	d.evictLocked()
+	if e.refs == 0 && d.entries[e.name] == e {
+		e.elem = d.lru.PushFront(e)
+	}
+	victims := d.evictLocked()
+	d.mu.Unlock()
+	d.unlink(victims)
 }
 
 // DiskFile is an open, complete derived file. It stays on disk at least
