@@ -18,14 +18,9 @@ import (
 // any data page is a DataPageV2, or the encoding error.
 func checkpointFormat(t *testing.T, snap *Snapshot, conf map[string]string) (format.CompressionCodec, bool, error) {
 	t.Helper()
-	md := *snap.Metadata()
-	md.Configuration = conf
-	cp := *snap
-	st := *snap.state
-	st.metadata = &md
-	cp.state = &st
+	cp := withConfig(snap, conf)
 	var buf bytes.Buffer
-	if _, err := encodeCheckpoint(&buf, &cp); err != nil {
+	if _, err := encodeCheckpoint(&buf, cp); err != nil {
 		return 0, false, err
 	}
 	pf, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
@@ -40,6 +35,16 @@ func checkpointFormat(t *testing.T, snap *Snapshot, conf map[string]string) (for
 		}
 	}
 	return codec, v2, nil
+}
+
+// withConfig is snap with its metadata's configuration replaced.
+func withConfig(snap *Snapshot, conf map[string]string) *Snapshot {
+	md := *snap.Metadata()
+	md.Configuration = conf
+	st := *snap.state
+	st.metadata = &md
+	return &Snapshot{table: snap.table, version: snap.version, state: &st, files: snap.files,
+		timestamp: snap.timestamp, commitInfo: snap.commitInfo, segment: snap.segment, base: snap.base}
 }
 
 // hasV2Page reads the first page header of a column chunk.
@@ -94,12 +99,9 @@ func TestCheckpointCodecFromTableProperties(t *testing.T) {
 		}
 	}
 	// WriteCheckpoint refuses too, naming the version and the table.
-	md := *snap.Metadata()
-	md.Configuration = map[string]string{configParquetCodec: "bogus"}
-	cp, st := *snap, *snap.state
-	st.metadata, cp.state = &md, &st
+	cp := withConfig(snap, map[string]string{configParquetCodec: "bogus"})
 	store := dirStore{root: t.TempDir()}
-	if err := WriteCheckpoint(context.Background(), store, &cp); err == nil || !strings.Contains(err.Error(), "write checkpoint 1") {
+	if err := WriteCheckpoint(context.Background(), store, cp); err == nil || !strings.Contains(err.Error(), "write checkpoint 1") {
 		t.Errorf("WriteCheckpoint with an unknown codec: %v", err)
 	}
 }
