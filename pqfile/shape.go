@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -24,6 +25,9 @@ import (
 type Shape struct {
 	// Columns are the output's top-level columns.
 	Columns []ShapeColumn
+	// Key, when set, identifies the shape for a ShapeMemo: two shapes with one Key must be
+	// equal.
+	Key string
 }
 
 // ShapeColumn is one top-level column of a Shape.
@@ -395,14 +399,20 @@ func (s *shaping) shapedGroup(rg format.RowGroup, edits []statsEdit, rows, pos i
 // fit, so one read (one ranged GET of a remote object) usually decides.
 const tailGuess = 64 << 10
 
+// tailBufs recycles ShapeNeeded's reads of file ends: a listing stats every file once.
+var tailBufs = sync.Pool{New: func() any { b := make([]byte, tailGuess); return &b }}
+
 // ShapeNeeded reports whether the Parquet file src (size bytes) must be reshaped to be served in
 // shape. It reads only the file's end: usually one read of up to 64 KiB, and a second one for a
-// larger footer.
-func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape) (bool, error) {
+// larger footer. With a memo (and shape.Key set), a schema decided before, byte for byte, is
+// decided again without being decoded.
+func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape, memo *ShapeMemo) (bool, error) {
 	if size < int64(len(magic))+trailerLen {
 		return false, fmt.Errorf("%w: file of %d bytes is too small", ErrCorrupt, size)
 	}
-	tail := make([]byte, min(size, tailGuess))
+	bp := tailBufs.Get().(*[]byte)
+	defer tailBufs.Put(bp)
+	tail := (*bp)[:min(size, tailGuess)]
 	if err := readFull(src, tail, size-int64(len(tail))); err != nil {
 		return false, fmt.Errorf("read parquet footer: %w", err)
 	}
@@ -424,8 +434,31 @@ func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape) (bool, error) {
 			return false, fmt.Errorf("read parquet footer: %w", err)
 		}
 	}
+	raw, err := schemaBytes(buf)
+	if err != nil {
+		return false, err
+	}
+	if memo != nil && shape.Key != "" {
+		if rw, ok := memo.get(shape.Key, raw); ok {
+			return rw, nil
+		}
+	}
+	rw, err := shapeNeededFor(raw, shape)
+	if err == nil && memo != nil && shape.Key != "" {
+		memo.put(shape.Key, raw, rw)
+	}
+	return rw, err
+}
+
+// shapeNeededFor decides ShapeNeeded from the encoded schema list alone (schemaBytes), so
+// that the verdict is a function of those bytes and the shape.
+func shapeNeededFor(raw []byte, shape *Shape) (bool, error) {
+	// The list as the only field of a FileMetaData: field 2, a list (delta 2, type 9), then
+	// the struct's stop byte.
+	enc := make([]byte, 0, len(raw)+2)
+	enc = append(append(append(enc, 0x29), raw...), tStop)
 	var meta format.FileMetaData
-	if err := decodeSchemaOnly(buf, &meta); err != nil {
+	if err := decodeSchemaOnly(enc, &meta); err != nil {
 		return false, err
 	}
 	tree, err := BuildSchemaTree(meta.Schema)
@@ -434,6 +467,79 @@ func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape) (bool, error) {
 	}
 	s, err := applyShape(&meta, tree, shape)
 	return s != nil, err
+}
+
+// schemaBytes returns the encoded schema (field 2 of FileMetaData, a list of SchemaElement) of
+// the encoded footer buf, without decoding it. Writers put it second, after the version, so
+// the row groups (most of a footer) are not walked.
+func schemaBytes(buf []byte) ([]byte, error) {
+	b := thriftBuf(buf)
+	off, prev := 0, int16(0)
+	for {
+		f, err := b.fieldHeader(off, prev)
+		if err != nil {
+			return nil, err
+		}
+		if f.typ == tStop {
+			return nil, fmt.Errorf("%w: footer without a schema", ErrCorrupt)
+		}
+		end, err := b.skip(f.value, f.typ, 0)
+		if err != nil {
+			return nil, err
+		}
+		if f.id == 2 {
+			if f.typ != tList {
+				return nil, fmt.Errorf("%w: footer schema of thrift type %d, not a list", ErrCorrupt, f.typ)
+			}
+			return buf[f.value:end], nil
+		}
+		off, prev = end, f.id
+	}
+}
+
+// ShapeMemo remembers ShapeNeeded's verdicts by shape key and encoded schema: the files one
+// writer wrote for one table share their schema's bytes, so a snapshot of a million files
+// decodes a handful of schemas. It holds at most its byte budget of schemas (cleared when
+// full) and is safe for concurrent use.
+type ShapeMemo struct {
+	mu    sync.Mutex
+	m     map[string]bool // guarded by mu: shape key, NUL, encoded schema
+	bytes int             // guarded by mu: the keys' length
+	max   int
+}
+
+// NewShapeMemo returns a memo holding up to maxBytes of keys.
+func NewShapeMemo(maxBytes int) *ShapeMemo { return &ShapeMemo{m: map[string]bool{}, max: maxBytes} }
+
+func (m *ShapeMemo) get(shapeKey string, raw []byte) (bool, bool) {
+	var scratch [1024]byte // most keys fit: the lookup allocates nothing
+	k := append(append(append(scratch[:0], shapeKey...), 0), raw...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rw, ok := m.m[string(k)]
+	return rw, ok
+}
+
+func (m *ShapeMemo) put(shapeKey string, raw []byte, rw bool) {
+	k := memoKey(shapeKey, raw)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(k) > m.max {
+		return
+	}
+	if m.bytes+len(k) > m.max {
+		clear(m.m)
+		m.bytes = 0
+	}
+	if _, ok := m.m[k]; !ok {
+		m.bytes += len(k)
+	}
+	m.m[k] = rw
+}
+
+// memoKey is the map key of a shape and schema.
+func memoKey(shapeKey string, raw []byte) string {
+	return shapeKey + "\x00" + string(raw)
 }
 
 // footerSchema is the part of FileMetaData a shape decision needs: the decoder skips the rest

@@ -281,7 +281,7 @@ func BenchmarkShapeNeeded(b *testing.B) {
 	r := bytes.NewReader(src)
 	b.ReportAllocs()
 	for b.Loop() {
-		if rw, err := ShapeNeeded(r, int64(len(src)), s); err != nil || rw {
+		if rw, err := ShapeNeeded(r, int64(len(src)), s, nil); err != nil || rw {
 			b.Fatal(rw, err)
 		}
 	}
@@ -295,4 +295,79 @@ func duckColumns(t *testing.T, path string) []string {
 		out = append(out, fmt.Sprint(r["column_name"], " ", r["column_type"]))
 	}
 	return out
+}
+
+// A memo decides a schema it has seen without decoding it, and only that schema: files with
+// the same encoded schema get the verdict of the first, others are decided afresh, and a
+// shape key keeps verdicts of different shapes apart.
+func TestShapeMemo(t *testing.T) {
+	narrow := narrowFile(t, 30, 10)
+	other := narrowFile(t, 500, 100) // other row groups, the same schema
+	exact := &Shape{Key: "exact", Columns: []ShapeColumn{
+		{Schema: []format.SchemaElement{{Name: "id", Type: thrift.New(format.Int64), RepetitionType: thrift.New(format.Required)}}},
+		{Schema: []format.SchemaElement{optLeaf("name", format.ByteArray, &format.StringType{})}},
+		{Schema: []format.SchemaElement{{Name: "small", Type: thrift.New(format.Int32), RepetitionType: thrift.New(format.Required),
+			LogicalType: format.LogicalType{Value: &format.IntType{BitWidth: 8, IsSigned: true}}, ConvertedType: thrift.New(deprecated.Int8)}}},
+		{Schema: []format.SchemaElement{{Name: "gone", Type: thrift.New(format.Int64), RepetitionType: thrift.New(format.Required)}}},
+	}}
+	table := tableShape()
+	table.Key = "table"
+	memo := NewShapeMemo(1 << 20)
+	check := func(src []byte, s *Shape, want bool) {
+		t.Helper()
+		plain, err := ShapeNeeded(bytes.NewReader(src), int64(len(src)), s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		memoed, err := ShapeNeeded(bytes.NewReader(src), int64(len(src)), s, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain != want || memoed != want {
+			t.Errorf("shape %s: reshape %v without the memo, %v with it; want %v", s.Key, plain, memoed, want)
+		}
+	}
+	check(narrow, exact, false)
+	check(narrow, table, true)
+	check(other, exact, false)
+	check(other, table, true)
+	if n := len(memo.m); n != 2 {
+		t.Errorf("memo holds %d verdicts, want 2 (one schema, two shapes)", n)
+	}
+	// A memo whose budget one key exceeds keeps nothing and still decides.
+	tiny := NewShapeMemo(8)
+	if rw, err := ShapeNeeded(bytes.NewReader(narrow), int64(len(narrow)), table, tiny); err != nil || !rw || len(tiny.m) != 0 {
+		t.Errorf("tiny memo: reshape %v, %v, %d kept", rw, err, len(tiny.m))
+	}
+}
+
+// schemaBytes finds the schema wherever a writer put it among the footer's fields, and a footer
+// without one is corrupt.
+func TestSchemaBytes(t *testing.T) {
+	src := narrowFile(t, 30, 10)
+	f, err := readFooter(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := schemaBytes(f.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same schema alone, as field 2 of an otherwise empty struct.
+	only, err := thrift.Marshal(new(thrift.CompactProtocol), &footerSchema{Schema: f.meta.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := only[1 : len(only)-1]; !bytes.Equal(raw, want) {
+		t.Errorf("schema bytes differ from the schema encoded alone")
+	}
+	// Field 3 (num_rows, i64 0) before field 2 (a long-form header: id 2 after 3): the schema
+	// is found after it.
+	moved := append([]byte{0x36, 0x00, 0x09, 0x04}, append(slices.Clone(raw), 0x00)...)
+	if got, err := schemaBytes(moved); err != nil || !bytes.Equal(got, raw) {
+		t.Errorf("schema after num_rows: %v", err)
+	}
+	if _, err := schemaBytes([]byte{0x15, 0x02, 0x00}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("footer without a schema: %v, want ErrCorrupt", err)
+	}
 }

@@ -4,34 +4,28 @@ package serve
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// openLocal opens key under the local table root dir as a data file to
-// serve, with the rules of the Linux version (localfile_linux.go)
-// but without openat2: each directory below dir is opened in turn with
+// openLocalFD opens key under the local table root (a directory
+// descriptor) as a data file to serve, with the rules of the Linux
+// version (localfile_linux.go) but without openat2: each directory below
+// the root is opened in turn with
 // O_NOFOLLOW (a symbolic link anywhere on the path is refused), ".."
 // is refused, and the file itself is opened O_NONBLOCK|O_NOFOLLOW and
 // must be a regular file.
-func openLocal(dir, key string) (*fileContent, error) {
-	root, err := os.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("data file %s: table root: %w", key, err)
-	}
-	defer root.Close()
+func openLocalFD(root int, key string) (int, int64, error) {
 	parts := strings.Split(key, "/")
-	fd, err := unix.Dup(int(root.Fd()))
+	fd, err := unix.Dup(root)
 	if err != nil {
-		return nil, fmt.Errorf("data file %s: %w", key, err)
+		return -1, 0, fmt.Errorf("data file %s: %w", key, err)
 	}
 	for i, part := range parts {
 		if part == ".." {
 			unix.Close(fd)
-			return nil, localOpenError(key, unix.EXDEV)
+			return -1, 0, localOpenError(key, unix.EXDEV)
 		}
 		if part == "" || part == "." {
 			continue
@@ -48,18 +42,18 @@ func openLocal(dir, key string) (*fileContent, error) {
 			if err == unix.ENOTDIR && i < len(parts)-1 {
 				err = unix.ELOOP // a symbolic link (or a file) where a directory was
 			}
-			return nil, localOpenError(key, err)
+			return -1, 0, localOpenError(key, err)
 		}
 		fd = next
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("data file %s: %w", key, err)
+		return -1, 0, fmt.Errorf("data file %s: %w", key, err)
 	}
 	if err := checkRegular(key, uint32(st.Mode)); err != nil {
 		unix.Close(fd)
-		return nil, err
+		return -1, 0, err
 	}
-	return &fileContent{f: os.NewFile(uintptr(fd), filepath.Join(dir, filepath.FromSlash(key))), size: st.Size}, nil
+	return fd, st.Size, nil
 }

@@ -160,12 +160,25 @@ func (t *Table) footerRewrite(ctx context.Context, snap *delta.Snapshot, f *delt
 	if e, ok := t.mem.get(key); ok {
 		return e.layout, memPatch{bytes.NewReader(e.patch)}, true, nil
 	}
-	src, err := t.openStored(ctx, f)
-	if err != nil {
-		return nil, nil, false, err
+	// A local file is read with pread alone; a remote one through the
+	// block cache, which keeps its end for the reader that follows.
+	var src io.ReaderAt
+	if t.root != nil {
+		r, done, err := t.footerSource(ctx, f)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		defer done()
+		src = r
+	} else {
+		c, err := t.openStored(ctx, f)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		defer c.Close()
+		src = ctxReaderAt{ctx, c}
 	}
-	defer src.Close()
-	plan, err := planFor(ctx, snap, f, rename, shape, ctxReaderAt{ctx, src})
+	plan, err := planFor(ctx, snap, f, rename, shape, src)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("materialize %s: %w", f.Key, err)
 	}

@@ -18,11 +18,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/pqfile"
+	"golang.org/x/sys/unix"
 )
 
 // Content is an open, immutable view of the bytes one data file serves.
@@ -84,6 +86,7 @@ type Table struct {
 	name  string           // the table's name in the mount, for messages
 	store delta.Storage    // the table's storage, unwrapped (data files are not timed)
 	local string           // the table's local directory; "" for an object store
+	root  *localRoot       // the local directory, held open; nil for an object store
 	cache *blobcache.Cache // block cache of remote objects, disk cache of patches
 	log   *slog.Logger
 	opts  Options
@@ -92,6 +95,9 @@ type Table struct {
 	// file listed in many versions has its footer read once.
 	verdicts *verdictCache
 	warmSem  chan struct{} // a token per footer reader of Warm
+
+	warmMu     sync.Mutex
+	warmCancel context.CancelFunc // guarded by warmMu: a local table's current warm-up
 }
 
 // NewTable returns the server of the data files of the table named name
@@ -101,13 +107,28 @@ func NewTable(name string, store delta.Storage, cache *blobcache.Cache, opts Opt
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts, mem: newMemPatches(memPatchBytes), verdicts: newVerdictCache(maxVerdicts), warmSem: make(chan struct{}, warmWorkers)}
+	t := &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts, mem: newMemPatches(memPatchBytes), verdicts: newVerdictCache(maxVerdicts), warmSem: make(chan struct{}, warmWorkers)}
+	if t.local != "" {
+		t.root = &localRoot{dir: t.local}
+		t.warmSem = make(chan struct{}, max(localWarmWorkers, 1))
+	}
+	return t
 }
 
 // Size returns the exact number of bytes f, a live file of snap, is
 // served with: its stored size, or its rewritten size (building the
-// rewrite's cache entry once).
+// rewrite's cache entry once). The answer is remembered with the verdict.
 func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (int64, error) {
+	vk, err := t.verdictKey(snap, f)
+	if err != nil {
+		return 0, err
+	}
+	if n, ok := t.verdicts.get(vk); ok && n != sizeUnknown {
+		if n == servedAsStored {
+			return f.Add.Size, nil
+		}
+		return n, nil
+	}
 	rw, err := t.rewritten(ctx, snap, f, nil)
 	if err != nil || !rw {
 		return f.Add.Size, err
@@ -117,7 +138,17 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 		return 0, err
 	}
 	df.Close()
+	t.verdicts.put(vk, l.Size())
 	return l.Size(), nil
+}
+
+// verdictKey returns the key of f's verdict in snap.
+func (t *Table) verdictKey(snap *delta.Snapshot, f *delta.LiveFile) (verdictID, error) {
+	shape, err := t.shape(snap)
+	if err != nil {
+		return verdictID{}, err
+	}
+	return verdictKey(f, shape, string(snap.ColumnMapping())), nil
 }
 
 // Open returns the served bytes of f, a live file of snap. A missing
@@ -157,35 +188,56 @@ func (t *Table) rewritten(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	if shape.hasParts() {
 		return true, nil
 	}
-	vk := verdictKey(f, shape)
-	if rw, ok := t.verdicts.get(vk); ok {
-		return rw, nil
+	vk := verdictKey(f, shape, string(snap.ColumnMapping()))
+	if n, ok := t.verdicts.get(vk); ok {
+		return n != servedAsStored, nil
 	}
 	fs, err := shape.forFile(f)
 	if err != nil {
 		return false, err
 	}
 	var src io.ReaderAt
-	switch {
-	case c != nil:
+	if c != nil {
 		src = ctxReaderAt{ctx, c}
-	case t.local != "":
-		if c, err = t.openStored(ctx, f); err != nil {
+	} else {
+		r, done, err := t.footerSource(ctx, f)
+		if err != nil {
 			return false, err
 		}
-		defer c.Close()
-		src = ctxReaderAt{ctx, c}
-	default:
-		// One ranged GET of the object's end, past the block cache: a stat
-		// must not fetch whole blocks of every file it lists.
-		src = delta.NewReaderAt(ctx, t.store, f.Key)
+		defer done()
+		src = r
 	}
-	rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs)
+	rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs, schemaMemo)
 	if err != nil {
 		return false, fmt.Errorf("data file %s: %w", f.Key, err)
 	}
-	t.verdicts.put(vk, rw)
+	if rw {
+		t.verdicts.put(vk, sizeUnknown)
+	} else {
+		t.verdicts.put(vk, servedAsStored)
+	}
 	return rw, nil
+}
+
+// footerSource returns a reader of the stored bytes of f for what reads
+// only its footer (a shape verdict, a footer-only rewrite), and its
+// release: a local file opened, read with pread and closed, with nothing
+// else between them; for an object store, ranged GETs of the object past
+// the block cache (a stat must not fetch whole blocks of every file it
+// lists).
+func (t *Table) footerSource(ctx context.Context, f *delta.LiveFile) (io.ReaderAt, func(), error) {
+	if t.root == nil {
+		return delta.NewReaderAt(ctx, t.store, f.Key), func() {}, nil
+	}
+	fd, size, err := t.root.openFD(f.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if size != f.Add.Size {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("data file %s: %w: stored size %d, the log says %d", f.Key, delta.ErrCorruptLog, size, f.Add.Size)
+	}
+	return fdReader(fd), func() { unix.Close(fd) }, nil
 }
 
 // shape returns the shape snap's files are served in.

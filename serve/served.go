@@ -54,7 +54,7 @@ func (s *ServedSizes) Size(ctx context.Context, f *delta.LiveFile, src io.Reader
 		return 0, fmt.Errorf("served size of %s: %w", f.Key, err)
 	}
 	if !Rewritten(f.Add, s.rename != nil) && !s.shape.hasParts() {
-		rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs)
+		rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs, schemaMemo)
 		if err != nil || !rw {
 			return f.Add.Size, err
 		}

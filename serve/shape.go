@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"math"
 	"math/big"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,7 +41,13 @@ type snapShape struct {
 	cols  []pqfile.ShapeColumn
 	parts []*delta.StructField // per column: its partition field, or nil
 	sum   string               // fingerprint of the shape, for cache keys
+	whole *pqfile.Shape        // the shape of every file, when it has no constants
 }
+
+// schemaMemo is the mount's memo of footer verdicts by encoded schema
+// (pqfile.ShapeMemo): a few hundred bytes per distinct schema, so 4 MiB
+// hold thousands of schemas.
+var schemaMemo = pqfile.NewShapeMemo(4 << 20)
 
 // shapeOf returns the shape of snap's schema; withParts keeps partition
 // columns (as constants), else they are left out (the directory names
@@ -75,12 +83,18 @@ func shapeOf(snap *delta.Snapshot, withParts bool) (*snapShape, error) {
 	}
 	h := sha256.Sum256(fmt.Appendf(nil, "%s\n%v\n%s", md.SchemaString, withParts, md.PartitionColumns))
 	s.sum = hex.EncodeToString(h[:12])
+	if !s.hasParts() {
+		s.whole = &pqfile.Shape{Columns: s.cols, Key: s.sum}
+	}
 	return s, nil
 }
 
 // forFile returns the shape of f: the snapshot's, with f's partition
 // values as the constants of the partition columns.
 func (s *snapShape) forFile(f *delta.LiveFile) (*pqfile.Shape, error) {
+	if s.whole != nil {
+		return s.whole, nil
+	}
 	out := &pqfile.Shape{Columns: make([]pqfile.ShapeColumn, len(s.cols))}
 	for i, c := range s.cols {
 		out.Columns[i] = c
@@ -353,68 +367,116 @@ func cachedShape(snap *delta.Snapshot, withParts bool) (*snapShape, error) {
 	return s, nil
 }
 
-// verdictCache holds, per stored file and shape, whether the file must be
-// reshaped: 16 bytes an entry (a hash of the file's identity and the
-// shape), cleared when full.
+// verdictCache holds, per stored file and shape, how the file is served:
+// as stored, or rewritten with its size when known. A file listed in many
+// versions has its footer read once, and a rewritten one its layout made
+// once for its stats (its patch may be long gone from memory). About 48
+// bytes an entry (a 128-bit hash of the file's identity and the shape, and
+// the verdict); cleared when full.
 type verdictCache struct {
 	mu  sync.Mutex
-	m   map[uint64]bool // guarded by mu
+	m   map[verdictID]int64 // guarded by mu: servedAsStored, sizeUnknown or the rewritten size
 	max int
 }
 
-// maxVerdicts bounds a table's verdicts: 256 Ki files, about 8 MiB.
+// The values of a verdict that are not a rewritten file's size.
+const (
+	servedAsStored = -1 // the stored bytes, the stored size
+	sizeUnknown    = -2 // rewritten, its size not computed yet
+)
+
+// verdictID is a 128-bit hash of what a verdict derives from (verdictKey).
+type verdictID struct{ a, b uint64 }
+
+// maxVerdicts bounds a table's verdicts: 256 Ki files, about 12 MiB.
 const maxVerdicts = 256 << 10
 
-func newVerdictCache(n int) *verdictCache { return &verdictCache{m: map[uint64]bool{}, max: n} }
+func newVerdictCache(n int) *verdictCache { return &verdictCache{m: map[verdictID]int64{}, max: n} }
 
-func (v *verdictCache) get(k uint64) (bool, bool) {
+func (v *verdictCache) get(k verdictID) (int64, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	rw, ok := v.m[k]
-	return rw, ok
+	n, ok := v.m[k]
+	return n, ok
 }
 
-func (v *verdictCache) put(k uint64, rw bool) {
+func (v *verdictCache) put(k verdictID, n int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if len(v.m) >= v.max {
 		clear(v.m)
 	}
-	v.m[k] = rw
+	v.m[k] = n
 }
 
+// verdictSeeds make verdictKey's hashes; a process's keys never leave it.
+var verdictSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
 // verdictKey identifies a stored file's bytes (path, size, modification
-// time) under a shape.
-func verdictKey(f *delta.LiveFile, s *snapShape) uint64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s", f.Key, f.Add.Size, f.Add.ModificationTime, s.sum)
-	return h.Sum64()
+// time), its deletion vector and its snapshot's shape and column mapping:
+// everything its served form derives from.
+func verdictKey(f *delta.LiveFile, s *snapShape, mapping string) verdictID {
+	var id [2]uint64
+	for i, seed := range verdictSeeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		h.WriteString(f.Key)
+		var n [16]byte
+		binary.LittleEndian.PutUint64(n[:8], uint64(f.Add.Size))
+		binary.LittleEndian.PutUint64(n[8:], uint64(f.Add.ModificationTime))
+		h.Write(n[:])
+		h.WriteString(s.sum)
+		h.WriteByte(0)
+		h.WriteString(mapping)
+		h.WriteByte(0)
+		if f.Add.DeletionVector != nil {
+			h.WriteString(f.Add.DeletionVector.UniqueID())
+		}
+		id[i] = h.Sum64()
+	}
+	return verdictID{id[0], id[1]}
 }
 
 // warmWorkers bounds the footers a table reads ahead at once: enough to
 // keep a listing of an object store's files ahead of its stats.
 const warmWorkers = 16
 
-// Warm finds, in the background, whether each stored file of adds must be
-// reshaped, so that the stats that follow find the verdict (nodes.Files).
-// Files known to be rewritten from the log alone, and files already
-// decided, cost nothing. At most warmWorkers footers are read at once per
-// table; a warm-up that finds every worker busy is dropped, never queued.
+// localWarmWorkers is the same for a local table, whose footer reads
+// cost CPU, not latency: one worker on a core the lookups do not use
+// keeps ahead of a listing's stats, where more would take CPU from them.
+var localWarmWorkers = envInt("DELTAFS_LOCALWARM", 1)
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return v
+	}
+	return def
+}
+
+// Warm finds, in the background, how each stored file of adds is served
+// (as stored or rewritten, and the rewritten size), so that the stats
+// that follow find it (nodes.Files). Files with deletion vectors (whose
+// size needs their rows read) and files already decided cost nothing.
 //
-// A local table is not warmed: its footer reads are a few microseconds of
-// CPU, which a lookup spends itself; reading them ahead on other cores
-// only took CPU from the lookups (ls -lR of 100,000 local files: 2 s of
-// the mount's 5 s of CPU went to the warm-up). The latency it hides is an
-// object store's.
+// An object store's table reads up to warmWorkers footers at once, for
+// verdicts only (a rewrite would fetch blocks of every file listed); a
+// warm-up that finds every worker busy is dropped, never queued. A local
+// table's warm-up is one worker that also lays out footer-only rewrites
+// (partition columns, column mapping), and a new listing's warm-up
+// replaces the one before: a listing walks one directory at a time.
 func (t *Table) Warm(snap *delta.Snapshot, adds []*delta.Add) {
-	if t.local != "" {
+	if len(adds) < 2 {
 		return
 	}
 	shape, err := t.shape(snap)
-	if err != nil || shape.hasParts() || Mapped(snap) {
+	if err != nil {
 		return
 	}
-	if len(adds) < 2 {
+	if t.root != nil {
+		t.warmLocal(snap, shape, adds)
+		return
+	}
+	if shape.hasParts() || Mapped(snap) {
 		return
 	}
 	// Each worker takes the next add and makes its LiveFile itself: nothing
@@ -440,6 +502,40 @@ func (t *Table) Warm(snap *delta.Snapshot, adds []*delta.Add) {
 	go func() { wg.Wait(); cancel() }()
 }
 
+// warmLocal is Warm for a local table: it cancels the warm-up before it
+// and runs localWarmWorkers workers once that one's have stopped.
+func (t *Table) warmLocal(snap *delta.Snapshot, shape *snapShape, adds []*delta.Add) {
+	workers := min(localWarmWorkers, len(adds))
+	if workers <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.warmMu.Lock()
+	if t.warmCancel != nil {
+		t.warmCancel()
+	}
+	t.warmCancel = cancel
+	t.warmMu.Unlock()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(workers)
+	for range workers {
+		go func() {
+			defer wg.Done()
+			select {
+			case t.warmSem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-t.warmSem }()
+			for i := next.Add(1) - 1; i < int64(len(adds)) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				t.warmOne(ctx, snap, shape, adds[i])
+			}
+		}()
+	}
+	go func() { wg.Wait(); cancel() }()
+}
+
 // warmOne decides the stored file of a unless it is known to be rewritten
 // or decided already; an error is the stat's to report.
 func (t *Table) warmOne(ctx context.Context, snap *delta.Snapshot, shape *snapShape, a *delta.Add) {
@@ -450,7 +546,7 @@ func (t *Table) warmOne(ctx context.Context, snap *delta.Snapshot, shape *snapSh
 	if err != nil {
 		return
 	}
-	if _, ok := t.verdicts.get(verdictKey(&f, shape)); !ok {
-		t.rewritten(ctx, snap, &f, nil)
+	if n, ok := t.verdicts.get(verdictKey(&f, shape, string(snap.ColumnMapping()))); !ok || n == sizeUnknown {
+		t.Size(ctx, snap, &f)
 	}
 }

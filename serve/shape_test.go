@@ -34,44 +34,59 @@ func openFixture(t *testing.T, name string, opts Options) (*Table, *delta.Snapsh
 // Warm decides every stored file of a listing in the background: the
 // verdicts are there before any size is asked, and each is the one Size
 // would reach (a file written before the table's schema changed is
-// reshaped, the others are served as stored).
+// reshaped, the others are served as stored). A local table warms with
+// pread, an object store's with ranged reads.
 func TestWarmDecidesAhead(t *testing.T) {
-	tbl, snap := openFixture(t, "delta-kernel-rs/golden-log-replay-latest-metadata-protocol", Options{})
-	tbl.local = "" // warmed as an object store's table is (a local one is not)
-	shape, err := tbl.shape(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := snap.LiveFiles()
-	if err != nil || len(files) < 2 {
-		t.Fatalf("%d live files, %v", len(files), err)
-	}
-	tbl.Warm(snap, snap.Files())
-	deadline := time.Now().Add(10 * time.Second)
-	reshaped := 0
-	for i := range files {
-		f := &files[i]
-		var rw, ok bool
-		for !ok && time.Now().Before(deadline) {
-			if rw, ok = tbl.verdicts.get(verdictKey(f, shape)); !ok {
-				time.Sleep(5 * time.Millisecond)
+	for _, local := range []bool{true, false} {
+		t.Run(map[bool]string{true: "local", false: "store"}[local], func(t *testing.T) {
+			tbl, snap := openFixture(t, "delta-kernel-rs/golden-log-replay-latest-metadata-protocol", Options{})
+			if !local {
+				tbl.local, tbl.root = "", nil // read as an object store's table is
 			}
-		}
-		if !ok {
-			t.Fatalf("%s: no verdict 10 s after Warm", f.Key)
-		}
-		size, err := tbl.Size(context.Background(), snap, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rw != (size != f.Add.Size) {
-			t.Errorf("%s: warmed verdict reshape=%v, served size %d of stored %d", f.Key, rw, size, f.Add.Size)
-		}
-		if rw {
-			reshaped++
-		}
-	}
-	if reshaped == 0 || reshaped == len(files) {
-		t.Errorf("%d of %d files reshaped: the fixture has files from before and after its schema grew", reshaped, len(files))
+			files, err := snap.LiveFiles()
+			if err != nil || len(files) < 2 {
+				t.Fatalf("%d live files, %v", len(files), err)
+			}
+			tbl.Warm(snap, snap.Files())
+			deadline := time.Now().Add(10 * time.Second)
+			reshaped := 0
+			for i := range files {
+				f := &files[i]
+				var n int64
+				var ok bool
+				vk, err := tbl.verdictKey(snap, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for !ok && time.Now().Before(deadline) {
+					if n, ok = tbl.verdicts.get(vk); !ok {
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+				if !ok {
+					t.Fatalf("%s: no verdict 10 s after Warm", f.Key)
+				}
+				rw := n != servedAsStored
+				if local && n == sizeUnknown {
+					t.Errorf("%s: a local warm-up leaves the rewritten size unknown", f.Key)
+				}
+				size, err := tbl.Size(context.Background(), snap, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rw != (size != f.Add.Size) {
+					t.Errorf("%s: warmed verdict reshape=%v, served size %d of stored %d", f.Key, rw, size, f.Add.Size)
+				}
+				if n >= 0 && n != size {
+					t.Errorf("%s: warmed size %d, Size says %d", f.Key, n, size)
+				}
+				if rw {
+					reshaped++
+				}
+			}
+			if reshaped == 0 || reshaped == len(files) {
+				t.Errorf("%d of %d files reshaped: the fixture has files from before and after its schema grew", reshaped, len(files))
+			}
+		})
 	}
 }

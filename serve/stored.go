@@ -19,8 +19,8 @@ import (
 // gives is an error wrapping delta.ErrCorruptLog (it was changed behind
 // the log: serving it would be wrong data).
 func (t *Table) openStored(ctx context.Context, f *delta.LiveFile) (Content, error) {
-	if t.local != "" {
-		c, err := openLocal(t.local, f.Key)
+	if t.root != nil {
+		c, err := t.root.open(f.Key)
 		if err != nil {
 			return nil, err
 		}
