@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,27 +15,39 @@ import (
 // localRoot is a local table's directory, held open for the openat2 calls
 // that resolve its files beneath it (a stat of every file of a listing
 // would otherwise open and close the directory each time), and opened
-// again when its path names another directory (a table replaced under
-// the mount is followed, as its log is).
+// again when its path names another directory: a table replaced under
+// the mount is followed within rootRecheck, as its log is at its next
+// refresh.
 type localRoot struct {
 	dir string
 
 	mu       sync.Mutex
-	f        *os.File // guarded by mu; a replaced one is closed by the GC once unused
-	dev, ino uint64   // guarded by mu: f's identity
+	f        *os.File  // guarded by mu; a replaced one is closed by the GC once unused
+	dev, ino uint64    // guarded by mu: f's identity
+	checked  time.Time // guarded by mu: when dir last named f
 }
 
-// file returns the open directory, checked to be the one dir names now.
-// The caller keeps it alive (runtime.KeepAlive) while it uses its
-// descriptor.
+// rootRecheck is how often localRoot checks that its path still names the
+// directory it holds: a stat of a long path per file opened costs as much
+// as the open.
+const rootRecheck = time.Second
+
+// file returns the open directory, checked within rootRecheck to be the
+// one dir names. The caller keeps it alive (runtime.KeepAlive) while it
+// uses its descriptor.
 func (r *localRoot) file() (*os.File, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.f != nil && now.Sub(r.checked) < rootRecheck {
+		return r.f, nil
+	}
 	var st unix.Stat_t
 	if err := unix.Stat(r.dir, &st); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.f != nil && r.dev == uint64(st.Dev) && r.ino == uint64(st.Ino) {
+		r.checked = now
 		return r.f, nil
 	}
 	f, err := os.Open(r.dir)
@@ -46,7 +59,7 @@ func (r *localRoot) file() (*os.File, error) {
 		return nil, err
 	}
 	// Not closed: a concurrent open may be using it; the GC closes it.
-	r.f, r.dev, r.ino = f, uint64(st.Dev), uint64(st.Ino)
+	r.f, r.dev, r.ino, r.checked = f, uint64(st.Dev), uint64(st.Ino), now
 	return f, nil
 }
 
