@@ -31,7 +31,8 @@ import (
 // laid out from the footer alone, in memory: its patch is the new footer
 // and a few bytes per made-up column chunk, cheaper to compute again than
 // to write to disk and check. Those patches are kept in memory, in a
-// byte-bounded LRU per table; every other patch goes to the disk cache.
+// byte-bounded LRU shared by the mount's tables (the keys name the
+// store); every other patch goes to the disk cache.
 
 // openRewritten returns the rewritten bytes of f.
 func (t *Table) openRewritten(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error) {
@@ -202,9 +203,12 @@ type memPatches struct {
 	limit int64
 }
 
-// memPatchBytes bounds the patches a table keeps in memory: about 16,000
-// footers of small files.
-const memPatchBytes = 16 << 20
+// memPatchBytes bounds the patches the mount keeps in memory, for all
+// its tables: about 64,000 footers of small files.
+const memPatchBytes = 64 << 20
+
+// mountPatches is the mount's memPatches.
+var mountPatches = newMemPatches(memPatchBytes)
 
 func newMemPatches(limit int64) *memPatches {
 	m := &memPatches{limit: limit}

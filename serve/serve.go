@@ -90,11 +90,12 @@ type Table struct {
 	cache *blobcache.Cache // block cache of remote objects, disk cache of patches
 	log   *slog.Logger
 	opts  Options
-	mem   *memPatches // footer-only rewrites
-	// verdicts remembers which stored files must be reshaped, so that a
-	// file listed in many versions has its footer read once.
-	verdicts *verdictCache
-	warmSem  chan struct{} // a token per footer reader of Warm
+	mem   *memPatches // footer-only rewrites: the mount's (memPatches)
+	// verdicts remembers how stored files are served, so that a file
+	// listed in many versions has its footer read once: the mount's.
+	verdicts  *verdictCache
+	storeName string        // store.String(), for the verdicts' keys
+	warmSem   chan struct{} // a token per footer reader of Warm
 
 	warmMu     sync.Mutex
 	warmCancel context.CancelFunc // guarded by warmMu: a local table's current warm-up
@@ -107,7 +108,10 @@ func NewTable(name string, store delta.Storage, cache *blobcache.Cache, opts Opt
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts, mem: newMemPatches(memPatchBytes), verdicts: newVerdictCache(maxVerdicts), warmSem: make(chan struct{}, warmWorkers)}
+	t := &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts, mem: mountPatches, verdicts: verdicts, warmSem: make(chan struct{}, warmWorkers)}
+	if store != nil {
+		t.storeName = store.String()
+	}
 	if t.local != "" {
 		t.root = &localRoot{dir: t.local}
 		t.warmSem = make(chan struct{}, max(localWarmWorkers, 1))
@@ -148,7 +152,7 @@ func (t *Table) verdictKey(snap *delta.Snapshot, f *delta.LiveFile) (verdictID, 
 	if err != nil {
 		return verdictID{}, err
 	}
-	return verdictKey(f, shape, string(snap.ColumnMapping())), nil
+	return verdictKey(t.storeName, f, shape, string(snap.ColumnMapping())), nil
 }
 
 // Open returns the served bytes of f, a live file of snap. A missing
@@ -188,7 +192,7 @@ func (t *Table) rewritten(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	if shape.hasParts() {
 		return true, nil
 	}
-	vk := verdictKey(f, shape, string(snap.ColumnMapping()))
+	vk := verdictKey(t.storeName, f, shape, string(snap.ColumnMapping()))
 	if n, ok := t.verdicts.get(vk); ok {
 		return n != servedAsStored, nil
 	}

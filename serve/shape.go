@@ -388,8 +388,13 @@ const (
 // verdictID is a 128-bit hash of what a verdict derives from (verdictKey).
 type verdictID struct{ a, b uint64 }
 
-// maxVerdicts bounds a table's verdicts: 256 Ki files, about 12 MiB.
-const maxVerdicts = 256 << 10
+// maxVerdicts bounds the verdicts of all the tables of a mount: 1 Mi
+// files, about 48 MiB.
+const maxVerdicts = 1 << 20
+
+// verdicts is the mount's verdict cache, shared by its tables (the keys
+// name the store): one budget however many tables are mounted.
+var verdicts = newVerdictCache(maxVerdicts)
 
 func newVerdictCache(n int) *verdictCache { return &verdictCache{m: map[verdictID]int64{}, max: n} }
 
@@ -412,14 +417,16 @@ func (v *verdictCache) put(k verdictID, n int64) {
 // verdictSeeds make verdictKey's hashes; a process's keys never leave it.
 var verdictSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
-// verdictKey identifies a stored file's bytes (path, size, modification
-// time), its deletion vector and its snapshot's shape and column mapping:
+// verdictKey identifies a stored file's bytes (its store, path, size,
+// modification time), its deletion vector and its snapshot's shape and column mapping:
 // everything its served form derives from.
-func verdictKey(f *delta.LiveFile, s *snapShape, mapping string) verdictID {
+func verdictKey(store string, f *delta.LiveFile, s *snapShape, mapping string) verdictID {
 	var id [2]uint64
 	for i, seed := range verdictSeeds {
 		var h maphash.Hash
 		h.SetSeed(seed)
+		h.WriteString(store)
+		h.WriteByte(0)
 		h.WriteString(f.Key)
 		var n [16]byte
 		binary.LittleEndian.PutUint64(n[:8], uint64(f.Add.Size))
@@ -546,7 +553,7 @@ func (t *Table) warmOne(ctx context.Context, snap *delta.Snapshot, shape *snapSh
 	if err != nil {
 		return
 	}
-	if n, ok := t.verdicts.get(verdictKey(&f, shape, string(snap.ColumnMapping()))); !ok || n == sizeUnknown {
+	if n, ok := t.verdicts.get(verdictKey(t.storeName, &f, shape, string(snap.ColumnMapping()))); !ok || n == sizeUnknown {
 		t.Size(ctx, snap, &f)
 	}
 }
