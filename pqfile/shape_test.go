@@ -268,7 +268,8 @@ func TestShapeConvertsWidenedTypes(t *testing.T) {
 }
 
 // BenchmarkShapeNeeded is the per-file cost of deciding, at a file's first stat, whether it is
-// served as stored: the footer of a small Spark-like file against its table's shape.
+// served as stored: the footer of a small Spark-like file against its table's shape, decoded,
+// and found in a memo of schemas decided before (every file of a listing but the first).
 func BenchmarkShapeNeeded(b *testing.B) {
 	t := &testing.T{}
 	src := narrowFile(t, 3, 3)
@@ -279,11 +280,19 @@ func BenchmarkShapeNeeded(b *testing.B) {
 		{Schema: []format.SchemaElement{optLeaf("gone", format.Int64, nil)}},
 	}}
 	r := bytes.NewReader(src)
-	b.ReportAllocs()
-	for b.Loop() {
-		if rw, err := ShapeNeeded(r, int64(len(src)), s, nil); err != nil || rw {
-			b.Fatal(rw, err)
-		}
+	for _, c := range []struct {
+		name string
+		memo *ShapeMemo
+	}{{"decoded", nil}, {"memo", NewShapeMemo(1 << 20)}} {
+		s.Key = "bench"
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if rw, err := ShapeNeeded(r, int64(len(src)), s, c.memo); err != nil || rw {
+					b.Fatal(rw, err)
+				}
+			}
+		})
 	}
 }
 
