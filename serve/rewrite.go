@@ -34,12 +34,32 @@ import (
 // byte-bounded LRU shared by the mount's tables (the keys name the
 // store); every other patch goes to the disk cache.
 
-// openRewritten returns the rewritten bytes of f.
+// openRewritten returns the rewritten bytes of f: its materialized copy
+// when there is a good one (copies.go), else the composite.
 func (t *Table) openRewritten(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error) {
+	l, df, key, err := t.deriveKeyed(ctx, snap, f)
+	if err != nil {
+		return nil, err
+	}
+	if c := t.openCopy(snap, f, key, l.Size()); c != nil {
+		df.Close()
+		return c, nil
+	}
+	return t.composite(ctx, f, l, df)
+}
+
+// openComposite returns the rewritten bytes of f as a composite.
+func (t *Table) openComposite(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error) {
 	l, df, err := t.derive(ctx, snap, f)
 	if err != nil {
 		return nil, err
 	}
+	return t.composite(ctx, f, l, df)
+}
+
+// composite serves layout l of f from the stored file and the patch df,
+// which it owns.
+func (t *Table) composite(ctx context.Context, f *delta.LiveFile, l *pqfile.Layout, df patchReader) (Content, error) {
 	src, err := t.openStored(ctx, f)
 	if err != nil {
 		df.Close()
@@ -52,23 +72,30 @@ func (t *Table) openRewritten(ctx context.Context, snap *delta.Snapshot, f *delt
 // building the entry once (the disk cache checks an entry this process did
 // not build before handing it out).
 func (t *Table) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (*pqfile.Layout, patchReader, error) {
+	l, p, _, err := t.deriveKeyed(ctx, snap, f)
+	return l, p, err
+}
+
+// deriveKeyed is derive, also returning the rewrite's key: what its bytes
+// derive from.
+func (t *Table) deriveKeyed(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (*pqfile.Layout, patchReader, string, error) {
 	rename, mapping, err := renameFor(snap)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	shape, err := t.shape(snap)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	fs, err := shape.forFile(f)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	key := strings.Join([]string{"deltafs-composite/v3", t.store.String(), f.Key,
 		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping, shape.sum}, "|")
 	if f.Add.DeletionVector == nil {
 		if l, p, ok, err := t.footerRewrite(ctx, snap, f, key, rename, fs); ok || err != nil {
-			return l, p, err
+			return l, p, key, err
 		}
 	}
 	build := t.progress(snap, f, func(w io.Writer) error {
@@ -85,9 +112,9 @@ func (t *Table) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveF
 	})
 	l, df, err := t.entry(ctx, key, f.Add.Size, build)
 	if err != nil {
-		return nil, nil, fmt.Errorf("materialize %s: %w", f.Key, err)
+		return nil, nil, "", fmt.Errorf("materialize %s: %w", f.Key, err)
 	}
-	return l, df, nil
+	return l, df, key, nil
 }
 
 // entry returns the layout and the open cache entry of key, for a stored

@@ -1,0 +1,203 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/mount"
+)
+
+type copyRow struct {
+	ID      int64  `parquet:"id"`
+	Payload []byte `parquet:"payload"`
+}
+
+// writeBigDVTable writes a table of one 3 MiB data file in 4 row groups
+// whose deletion vector deletes every 7th row, and returns the deleted rows.
+func writeBigDVTable(t *testing.T, root string) (rows int64, deleted *roaring64.Bitmap) {
+	t.Helper()
+	const perGroup, groups = 3000, 4
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[copyRow](&buf, parquet.MaxRowsPerRowGroup(perGroup))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range int64(perGroup * groups) {
+		p := make([]byte, 256)
+		for j := range p {
+			p[j] = byte(rng.Uint32())
+		}
+		if _, err := w.Write([]copyRow{{ID: i, Payload: p}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name := "part-00000-big.parquet"
+	if err := os.WriteFile(filepath.Join(root, name), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deleted = roaring64.New()
+	for r := uint64(0); r < perGroup*groups; r += 7 {
+		deleted.Add(r)
+	}
+	file, recs, err := delta.EncodeDVFile([]*roaring64.Bitmap{deleted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuid := [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	if err := os.WriteFile(filepath.Join(root, "deletion_vector_01020304-0506-0708-090a-0b0c0d0e0f10.bin"), file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	off := recs[0].Offset
+	dv := &delta.DeletionVector{StorageType: "u", PathOrInlineDV: delta.Z85Encode(uuid[:]), Offset: &off,
+		SizeInBytes: recs[0].SizeInBytes, Cardinality: recs[0].Cardinality}
+	schema := `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},` +
+		`{"name":"payload","type":"binary","nullable":false,"metadata":{}}]}`
+	var log bytes.Buffer
+	enc := json.NewEncoder(&log)
+	for _, a := range []any{
+		map[string]any{"commitInfo": map[string]any{"timestamp": 1767225600000, "operation": "WRITE"}},
+		map[string]any{"protocol": map[string]any{"minReaderVersion": 3, "minWriterVersion": 7,
+			"readerFeatures": []string{"deletionVectors"}, "writerFeatures": []string{"deletionVectors"}}},
+		map[string]any{"metaData": map[string]any{"id": "copies", "format": map[string]any{"provider": "parquet", "options": map[string]string{}},
+			"schemaString": schema, "partitionColumns": []string{}, "configuration": map[string]string{"delta.enableDeletionVectors": "true"}, "createdTime": 1767225600000}},
+		map[string]any{"add": &delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: int64(buf.Len()),
+			ModificationTime: 1767225600000, DataChange: true, DeletionVector: dv}},
+	} {
+		if err := enc.Encode(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "_delta_log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "_delta_log", fmt.Sprintf("%020d.json", 0)), log.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return perGroup * groups, deleted
+}
+
+// passthroughOpens scrapes the mount's count of opens served by kernel
+// passthrough.
+func passthroughOpens(t *testing.T, srv *mount.Server) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	m := regexp.MustCompile(`(?m)^deltafs_file_opens_total\{path="passthrough"\} (\d+)`).FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// A file with deleted rows read again and again is, from its second open,
+// given a materialized copy that later opens pass through to the kernel:
+// every read returns the same bytes, the table's rows without the deleted
+// ones, and the reads after the copy are passthrough opens. A second mount
+// of the same cache (a new process) checks the copy before using it.
+func TestRereadOfRewrittenFilePassesThrough(t *testing.T) {
+	testenv.RequireFUSE(t)
+	root := t.TempDir()
+	rows, deleted := writeBigDVTable(t, root)
+	cache := t.TempDir()
+	mountIt := func() (*mount.Server, string) {
+		cfg := mount.Config{Mountpoint: t.TempDir(), CacheDir: cache, ReadOnly: true,
+			Logger:  slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+			Sources: []mount.Source{{Name: "t", URL: root}}}
+		srv, err := mount.Mount(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, cfg.Mountpoint
+	}
+	srv, mnt := mountIt()
+	path := filepath.Join(mnt, "t", "@latest", "part-00000-big.parquet")
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLiveRows(t, first, rows, deleted)
+	if n := passthroughOpens(t, srv); n != 0 {
+		t.Fatalf("%d passthrough opens before any copy", n)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for passthroughOpens(t, srv) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no passthrough open 20 s into re-reading a rewritten file")
+		}
+		again, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, first) {
+			t.Fatal("a re-read returned other bytes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	again, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(again, first) {
+		t.Fatalf("a read through the copy returned other bytes (%v)", err)
+	}
+	if err := srv.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new mount of the same cache: the copy is checked first, then used.
+	srv, mnt = mountIt()
+	t.Cleanup(func() { srv.Unmount() })
+	path = filepath.Join(mnt, "t", "@latest", "part-00000-big.parquet")
+	deadline = time.Now().Add(20 * time.Second)
+	for passthroughOpens(t, srv) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second mount never passed the copy through")
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(b, first) {
+			t.Fatalf("the second mount read other bytes (%v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkLiveRows checks that the Parquet bytes b hold the ids 0..rows-1
+// except the deleted ones, in order.
+func checkLiveRows(t *testing.T, b []byte, rows int64, deleted *roaring64.Bitmap) {
+	t.Helper()
+	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]copyRow, f.NumRows())
+	r := parquet.NewGenericReader[copyRow](f)
+	n, _ := r.Read(got)
+	if int64(n) != rows-int64(deleted.GetCardinality()) {
+		t.Fatalf("%d rows served, want %d", n, rows-int64(deleted.GetCardinality()))
+	}
+	want := int64(0)
+	for _, row := range got[:n] {
+		for deleted.Contains(uint64(want)) {
+			want++
+		}
+		if row.ID != want {
+			t.Fatalf("row id %d served where %d was expected", row.ID, want)
+		}
+		want++
+	}
+}

@@ -1,0 +1,292 @@
+package serve
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/deltafs/deltafs/blobcache"
+	"github.com/deltafs/deltafs/delta"
+	"golang.org/x/sys/unix"
+)
+
+// A rewritten file (deleted rows removed, columns reshaped or renamed) is
+// served as a composite of stored ranges and a patch, which the kernel
+// cannot pass through: every read, even of pages it has seen, costs a
+// round trip to this process. A file opened a second time is worth more:
+// a materialized copy, the served bytes whole in one file of the disk
+// cache, is built in the background, and later opens hand that file to
+// the kernel (FUSE passthrough), so re-reads run at the page cache's
+// speed. A file read once never costs a copy (writing it is as much disk
+// traffic as reading it); the second open is the sign of a file read
+// again and again (a dashboard, a notebook re-running its query).
+//
+// A copy is a Derived entry (written to a temporary, fsynced, renamed: on
+// disk whole or not at all) holding exactly the served bytes, since a
+// passthrough reader reads the backing file to its end. Its CRC-32C and
+// size are a second entry beside it. A copy this process did not build is
+// checked against them in the background before it is used (the
+// composite serves meanwhile), and trusted while its inode, size and
+// ctime stay the same; a copy that fails the check, or whose sum is gone,
+// is discarded and built again. An evicted copy falls back to the
+// composite: never an error.
+
+// copyMin is the smallest rewritten file given a copy: smaller files are
+// not passed through (nodes' passthroughMin), so a copy would gain
+// nothing.
+var copyMin int64 = 1 << 20 // a variable for tests
+
+// copyOpens is the open of a rewritten file that schedules its copy.
+const copyOpens = 2
+
+// copies tracks the mount's copies: opens counted per file, copies being
+// built or checked, and copies whose bytes were checked (or built) here.
+var copies = newCopyState()
+
+type copyState struct {
+	opens *lru.Cache[string, int] // copy key -> opens seen; bounded
+
+	mu       sync.Mutex
+	busy     map[string]bool         // guarded by mu: copy keys being built or checked
+	verified map[string]fileIdentity // guarded by mu: copies known good, by identity
+	sem      chan struct{}           // one copy built or checked at a time
+}
+
+// fileIdentity is what changes when a file on disk is replaced or edited.
+type fileIdentity struct {
+	dev, ino uint64
+	size     int64
+	ctime    time.Time
+}
+
+func newCopyState() *copyState {
+	opens, _ := lru.New[string, int](64 << 10)
+	return &copyState{opens: opens, busy: map[string]bool{}, verified: map[string]fileIdentity{}, sem: make(chan struct{}, 1)}
+}
+
+func identityOf(f *os.File) (fileIdentity, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fileIdentity{}, false
+	}
+	return fileIdentity{dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size, ctime: time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec))}, true
+}
+
+// trust records a copy known good.
+func (s *copyState) trust(dataKey string, id fileIdentity) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.verified) >= maxTrusted {
+		clear(s.verified) // copies are checked again
+	}
+	s.verified[dataKey] = id
+}
+
+// maxTrusted bounds the copies remembered as checked: about 16 MiB.
+const maxTrusted = 64 << 10
+
+// copyKeys are the cache keys of the copy of the rewrite keyed key and of
+// its sum.
+func copyKeys(key string) (data, sum string) {
+	return "deltafs-copy/v1|" + key, "deltafs-copy-sum/v1|" + key
+}
+
+// copyContent serves a materialized copy: a local file holding exactly the
+// served bytes, which the kernel may pass through.
+type copyContent struct {
+	df *blobcache.DiskFile
+}
+
+var _ Content = (*copyContent)(nil)
+
+func (c *copyContent) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return c.df.ReadAt(p, off)
+}
+func (c *copyContent) Size() int64    { return c.df.Size() }
+func (c *copyContent) File() *os.File { return c.df.File() }
+func (c *copyContent) Close() error   { return c.df.Close() }
+
+// IsCopy reports whether c is a rewritten file served from its
+// materialized copy.
+func IsCopy(c Content) bool {
+	_, ok := c.(*copyContent)
+	return ok
+}
+
+// openCopy returns the copy of the rewrite keyed key (size bytes) when it
+// is on disk and known good, else nil, and counts the open: the
+// copyOpens-th open of a file without a copy schedules one, and a copy
+// found unchecked is checked in the background.
+func (t *Table) openCopy(snap *delta.Snapshot, f *delta.LiveFile, key string, size int64) Content {
+	if size < copyMin || t.cache == nil {
+		return nil
+	}
+	dataKey, _ := copyKeys(key)
+	df, ok := t.cache.Lookup(dataKey)
+	if ok {
+		id, idOK := identityOf(df.File())
+		copies.mu.Lock()
+		good := idOK && copies.verified[dataKey] == id
+		copies.mu.Unlock()
+		if good && df.Size() == size {
+			return &copyContent{df: df}
+		}
+		df.Close()
+		t.startCopy(key, func(ctx context.Context) { t.checkCopy(ctx, key, size) })
+		return nil
+	}
+	n, _ := copies.opens.Get(dataKey)
+	copies.opens.Add(dataKey, n+1)
+	if n+1 >= copyOpens {
+		t.startCopy(key, func(ctx context.Context) { t.buildCopy(ctx, snap, f, key, size) })
+	}
+	return nil
+}
+
+// copyTimeout bounds one copy's build or check.
+const copyTimeout = 10 * time.Minute
+
+// startCopy runs work on key's copy in the background unless some work
+// on it is under way, one copy at a time for the mount.
+func (t *Table) startCopy(key string, work func(ctx context.Context)) {
+	copies.mu.Lock()
+	if copies.busy[key] {
+		copies.mu.Unlock()
+		return
+	}
+	copies.busy[key] = true
+	copies.mu.Unlock()
+	go func() {
+		defer func() {
+			copies.mu.Lock()
+			delete(copies.busy, key)
+			copies.mu.Unlock()
+		}()
+		copies.sem <- struct{}{}
+		defer func() { <-copies.sem }()
+		ctx, cancel := context.WithTimeout(context.Background(), copyTimeout)
+		defer cancel()
+		work(ctx)
+	}()
+}
+
+// buildCopy writes the copy of f's rewrite (keyed key, size bytes) and its
+// sum, from the composite.
+func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, key string, size int64) {
+	start := time.Now()
+	dataKey, sumKey := copyKeys(key)
+	c, err := t.openComposite(ctx, snap, f)
+	if err != nil {
+		t.log.Warn("deltafs: materialized copy not built; the file is served as before", "table", t.name, "file", f.Key, "err", err)
+		return
+	}
+	defer c.Close()
+	if c.Size() != size {
+		t.log.Warn("deltafs: materialized copy not built: the rewrite's size changed", "table", t.name, "file", f.Key, "size", c.Size(), "want", size)
+		return
+	}
+	var sum uint32
+	built := false
+	df, err := t.cache.Derived(ctx, dataKey, func(w io.Writer) error {
+		built = true
+		h := crc32.New(castagnoli)
+		_, err := io.Copy(io.MultiWriter(w, h), io.NewSectionReader(ctxReaderAt{ctx, c}, 0, size))
+		sum = h.Sum32()
+		return err
+	})
+	if err != nil {
+		t.log.Warn("deltafs: materialized copy not built; the file is served as before", "table", t.name, "file", f.Key, "err", err)
+		return
+	}
+	defer df.Close()
+	if !built {
+		// Another process's copy, found at the build: check it instead.
+		t.checkCopyFile(ctx, key, df, size)
+		return
+	}
+	sf, err := t.cache.Derived(ctx, sumKey, func(w io.Writer) error {
+		_, err := w.Write(copySum(size, sum))
+		return err
+	})
+	if err != nil {
+		df.Discard() // a copy without a sum could never be checked
+		t.log.Warn("deltafs: materialized copy not kept: its sum could not be written", "table", t.name, "file", f.Key, "err", err)
+		return
+	}
+	sf.Close()
+	if id, ok := identityOf(df.File()); ok {
+		copies.trust(dataKey, id)
+	}
+	t.log.Debug("deltafs: materialized copy built", "table", t.name, "file", f.Key, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// checkCopy checks the copy of the rewrite keyed key on disk against its
+// sum, and trusts it from then on, or discards it.
+func (t *Table) checkCopy(ctx context.Context, key string, size int64) {
+	dataKey, _ := copyKeys(key)
+	df, ok := t.cache.Lookup(dataKey)
+	if !ok {
+		return // evicted meanwhile: the next opens count towards a new one
+	}
+	defer df.Close()
+	t.checkCopyFile(ctx, key, df, size)
+}
+
+func (t *Table) checkCopyFile(ctx context.Context, key string, df *blobcache.DiskFile, size int64) {
+	dataKey, sumKey := copyKeys(key)
+	err := func() error {
+		id, ok := identityOf(df.File())
+		if !ok {
+			return fmt.Errorf("cannot stat it")
+		}
+		if df.Size() != size {
+			return fmt.Errorf("%d bytes, the rewrite has %d", df.Size(), size)
+		}
+		sf, ok := t.cache.Lookup(sumKey)
+		if !ok {
+			return fmt.Errorf("its sum is gone from the cache")
+		}
+		want := make([]byte, copySumLen)
+		_, err := sf.ReadAt(want, 0)
+		sf.Close()
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("read its sum: %w", err)
+		}
+		h := crc32.New(castagnoli)
+		if _, err := io.Copy(h, io.NewSectionReader(ctxReaderAt{ctx, &copyContent{df: df}}, 0, size)); err != nil {
+			return fmt.Errorf("read it: %w", err)
+		}
+		if got := copySum(size, h.Sum32()); string(got) != string(want) {
+			return fmt.Errorf("its bytes are not the ones it was built with")
+		}
+		copies.trust(dataKey, id)
+		return nil
+	}()
+	if err != nil {
+		if ctx.Err() != nil {
+			return // stopped: checked again at a later open
+		}
+		t.log.Warn("deltafs: materialized copy discarded; the file is served from its rewrite", "table", t.name, "copy", df.Path(), "reason", err.Error())
+		df.Discard()
+	}
+}
+
+// copySumLen is the size of a copy's sum entry: magic, size, CRC-32C.
+const copySumLen = 16
+
+func copySum(size int64, crc uint32) []byte {
+	b := make([]byte, copySumLen)
+	copy(b, "dfc1")
+	binary.LittleEndian.PutUint64(b[4:], uint64(size))
+	binary.LittleEndian.PutUint32(b[12:], crc)
+	return b
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

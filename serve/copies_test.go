@@ -1,0 +1,215 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/delta"
+)
+
+// readAll reads the whole content c.
+func readAll(t *testing.T, c Content) []byte {
+	t.Helper()
+	b := make([]byte, c.Size())
+	if n, err := c.ReadAt(context.Background(), b, 0); n != len(b) || (err != nil && err != io.EOF) {
+		t.Fatalf("read %d of %d bytes: %v", n, len(b), err)
+	}
+	return b
+}
+
+// dvFile returns a table of the DV fixture and its first live file with a
+// deletion vector.
+func dvFile(t *testing.T) (*Table, *delta.Snapshot, *delta.LiveFile) {
+	t.Helper()
+	tbl, snap := openFixture(t, "delta-kernel-rs/golden-dv-partitioned-with-checkpoint", Options{})
+	files, err := snap.LiveFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		if files[i].Add.DeletionVector != nil {
+			return tbl, snap, &files[i]
+		}
+	}
+	t.Fatal("the DV fixture has no file with a deletion vector")
+	return nil, nil, nil
+}
+
+// openUntilCopy opens f until it is served from its copy, failing after 10 s.
+func openUntilCopy(t *testing.T, tbl *Table, snap *delta.Snapshot, f *delta.LiveFile) Content {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := tbl.Open(context.Background(), snap, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if IsCopy(c) {
+			return c
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no copy 10 s after repeated opens", f.Key)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func smallCopies(t *testing.T) {
+	old := copyMin
+	copyMin = 0
+	t.Cleanup(func() { resetCopies(t); copyMin = old })
+	resetCopies(t)
+}
+
+// resetCopies forgets what this process knows of copies (as a new process
+// would), once no copy work runs.
+func resetCopies(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		copies.mu.Lock()
+		n := len(copies.busy)
+		copies.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("copy work still running after 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	copies = newCopyState()
+}
+
+// A rewritten file opened a second time gets a materialized copy: later
+// opens serve it from one local file (which the kernel may pass through)
+// holding exactly the composite's bytes. The first open builds nothing.
+func TestCopyAfterSecondOpen(t *testing.T) {
+	tbl, snap, f := dvFile(t)
+	smallCopies(t) // after the fixture's cleanups: its work stops before the cache goes
+	c, err := tbl.Open(context.Background(), snap, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if IsCopy(c) || c.File() != nil {
+		t.Fatal("the first open is served from a copy")
+	}
+	want := readAll(t, c)
+	c.Close()
+	time.Sleep(100 * time.Millisecond)
+	key := rewriteKey(t, tbl, snap, f)
+	if df, ok := tbl.cache.Lookup(copyKeysData(key)); ok {
+		df.Close()
+		t.Fatal("a copy was built after one open")
+	}
+	cp := openUntilCopy(t, tbl, snap, f)
+	defer cp.Close()
+	if cp.File() == nil {
+		t.Fatal("a copy without a local file")
+	}
+	if got := readAll(t, cp); !bytes.Equal(got, want) {
+		t.Fatalf("the copy's %d bytes differ from the composite's %d", len(got), len(want))
+	}
+	disk, err := io.ReadAll(io.NewSectionReader(cp.File(), 0, 1<<40))
+	if err != nil || !bytes.Equal(disk, want) {
+		t.Fatalf("the copy's file holds %d bytes, not exactly the served %d (%v)", len(disk), len(want), err)
+	}
+}
+
+// A copy damaged on disk (same size, other bytes) is not served by a
+// process that did not build it: it is checked, discarded and built again,
+// and the composite serves meanwhile. A copy whose sum is gone is
+// discarded the same way, and an evicted copy falls back to the composite.
+func TestCopyDamagedOrEvicted(t *testing.T) {
+	tbl, snap, f := dvFile(t)
+	smallCopies(t) // after the fixture's cleanups: its work stops before the cache goes
+	cp := openUntilCopy(t, tbl, snap, f)
+	want := readAll(t, cp)
+	path := cp.(*copyContent).df.Path()
+	cp.Close()
+
+	// Damaged, in a process that did not build it.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resetCopies(t)
+	c, err := tbl.Open(context.Background(), snap, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if IsCopy(c) {
+		t.Fatal("an unchecked copy is served")
+	}
+	if got := readAll(t, c); !bytes.Equal(got, want) {
+		t.Fatal("the composite beside a damaged copy serves other bytes")
+	}
+	c.Close()
+	cp = openUntilCopy(t, tbl, snap, f)
+	if got := readAll(t, cp); !bytes.Equal(got, want) {
+		t.Fatal("the copy built again after damage serves other bytes")
+	}
+	cp.Close()
+
+	// Its sum gone.
+	key := rewriteKey(t, tbl, snap, f)
+	_, sumKey := copyKeys(key)
+	sf, ok := tbl.cache.Lookup(sumKey)
+	if !ok {
+		t.Fatal("no sum beside the copy")
+	}
+	sf.Discard()
+	sf.Close()
+	resetCopies(t)
+	if c, err := tbl.Open(context.Background(), snap, f); err != nil || IsCopy(c) {
+		t.Fatalf("copy without a sum: copy=%v, %v", err == nil && IsCopy(c), err)
+	} else {
+		c.Close()
+	}
+	cp = openUntilCopy(t, tbl, snap, f)
+	cp.Close()
+
+	// Evicted.
+	df, ok := tbl.cache.Lookup(copyKeysData(key))
+	if !ok {
+		t.Fatal("the copy is not in the cache")
+	}
+	df.Discard()
+	df.Close()
+	c, err = tbl.Open(context.Background(), snap, f)
+	if err != nil {
+		t.Fatalf("open after the copy was evicted: %v", err)
+	}
+	if IsCopy(c) {
+		t.Fatal("an evicted copy is served")
+	}
+	if got := readAll(t, c); !bytes.Equal(got, want) {
+		t.Fatal("the composite after eviction serves other bytes")
+	}
+	c.Close()
+}
+
+func copyKeysData(key string) string {
+	d, _ := copyKeys(key)
+	return d
+}
+
+// rewriteKey is the key of f's rewrite.
+func rewriteKey(t *testing.T, tbl *Table, snap *delta.Snapshot, f *delta.LiveFile) string {
+	t.Helper()
+	_, p, key, err := tbl.deriveKeyed(context.Background(), snap, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	return key
+}
