@@ -97,7 +97,8 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 // buildTree creates the table directories and reads each table's newest
-// version once, logging the tables that are refused.
+// version once (up to refreshWorkers at a time), logging the tables that
+// are refused.
 func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 	s.env = nodes.NewEnv(nodes.Options{
 		Passthrough:     !s.cfg.NoPassthrough,
@@ -111,12 +112,15 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 	})
 	for _, t := range s.tables {
 		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns})
-		d := nodes.NewTableDir(s.env, t.name, t.table, files)
-		if _, err := d.Refresh(ctx); err != nil {
-			s.cfg.Logger.Warn("deltafs: table refused", "table", t.name, "location", t.store.String(), "err", err)
+		s.dirs = append(s.dirs, nodes.NewTableDir(s.env, t.name, t.table, files))
+	}
+	errs := make([]error, len(s.dirs))
+	forEachBounded(len(s.dirs), refreshWorkers, func(i int) { _, errs[i] = s.dirs[i].Refresh(ctx) })
+	for i, d := range s.dirs {
+		if errs[i] != nil {
+			s.cfg.Logger.Warn("deltafs: table refused", "table", d.Name(), "location", s.tables[i].store.String(), "err", errs[i])
 		}
 		s.stats.setTable(d)
-		s.dirs = append(s.dirs, d)
 	}
 	return nodes.NewRoot(s.dirs)
 }
@@ -168,36 +172,36 @@ func (s *Server) fuseOptions() *fs.Options {
 	}
 }
 
-// refreshLoop asks every table for new commits each cfg.Refresh and tells
-// the kernel when @latest or a listing moved.
+// refreshLoop asks every table for new commits each cfg.Refresh, up to
+// refreshWorkers tables at once (see refresher), and tells the kernel
+// when @latest or a listing moved.
 func (s *Server) refreshLoop(ctx context.Context) {
 	defer close(s.loopDone)
 	tick := time.NewTicker(s.cfg.Refresh)
 	defer tick.Stop()
-	lastErr := make([]string, len(s.dirs)) // last refresh error per table, logged once
+	lastErr := make([]string, len(s.dirs)) // last refresh error per table, logged once; each its table's worker's
 	for i, d := range s.dirs {
 		if err := d.Err(); err != nil {
 			lastErr[i] = err.Error() // logged by buildTree
 		}
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		for i, d := range s.dirs {
-			rctx, cancel := context.WithTimeout(ctx, max(10*s.cfg.Refresh, 30*time.Second))
-			changed, err := d.Refresh(rctx)
-			cancel()
-			if changed {
-				d.Invalidate()
-			}
-			s.stats.setTable(d) // also after commits, which refresh d themselves
-			d.SweepInbox(time.Now())
-			s.logRefresh(d.Name(), err, &lastErr[i])
-		}
+	r := refresher{n: len(s.dirs), workers: refreshWorkers, fn: func(ctx context.Context, i int) {
+		s.refreshTable(ctx, s.dirs[i], &lastErr[i])
+	}}
+	r.run(ctx, tick.C)
+}
+
+// refreshTable refreshes one table, bounded by a timeout.
+func (s *Server) refreshTable(ctx context.Context, d *nodes.TableDir, lastErr *string) {
+	rctx, cancel := context.WithTimeout(ctx, max(10*s.cfg.Refresh, 30*time.Second))
+	changed, err := d.Refresh(rctx)
+	cancel()
+	if changed {
+		d.Invalidate()
 	}
+	s.stats.setTable(d) // also after commits, which refresh d themselves
+	d.SweepInbox(time.Now())
+	s.logRefresh(d.Name(), err, lastErr)
 }
 
 // logRefresh logs a refresh error once, not on every tick.
