@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -127,6 +128,80 @@ func dvFirstRead(t *dvTable, work string, v int64, cached bool) (statRead [2]tim
 		err = uerr
 	}
 	return [2]time.Duration{stat, read}, err
+}
+
+// rereads are dvReread's figures.
+type rereads struct {
+	size      int64         // served bytes
+	composite time.Duration // the second read, served as a composite
+	copied    time.Duration // median re-read once the copy is built (v0: of the stored file)
+	built     time.Duration // from the second open until the copy was on disk
+}
+
+// dvReread reads the file of the DV table at version v through a fresh
+// mount twice (the second open schedules its materialized copy), waits
+// for the copy to appear in the disk cache (a file of exactly the served
+// size), and times re-reads from it. The plain file (v0) has no copy: its
+// re-reads are of the stored file through passthrough.
+func dvReread(t *dvTable, work string, v int64) (rereads, error) {
+	var r rereads
+	cacheDir, err := os.MkdirTemp(work, "cache-reread-")
+	if err != nil {
+		return r, err
+	}
+	defer os.RemoveAll(cacheDir)
+	m, err := mountConfig(deltaPT, work, t.root, cacheDir)
+	if err != nil {
+		return r, err
+	}
+	defer m.unmount()
+	p := filepath.Join(m.dir(v), t.name)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return r, err
+	}
+	r.size = fi.Size()
+	if _, err := readFile(p, r.size); err != nil {
+		return r, err
+	}
+	opened := time.Now()
+	if r.composite, err = readFile(p, r.size); err != nil {
+		return r, err
+	}
+	if v > 0 {
+		for !hasFileOfSize(cacheDir, r.size) {
+			if time.Since(opened) > time.Minute {
+				return r, fmt.Errorf("no materialized copy a minute after the second open")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		r.built = time.Since(opened)
+	}
+	var ds []time.Duration
+	for range 5 {
+		d, err := readFile(p, r.size)
+		if err != nil {
+			return r, err
+		}
+		ds = append(ds, d)
+	}
+	r.copied = median(ds[1:])
+	return r, checkRows(p, t.rows-t.deleted[v])
+}
+
+// hasFileOfSize reports whether a regular file of exactly size bytes is
+// under dir.
+func hasFileOfSize(dir string, size int64) bool {
+	found := false
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && !strings.Contains(d.Name(), "tmp") {
+			if fi, err := d.Info(); err == nil && fi.Size() == size {
+				found = true
+			}
+		}
+		return nil
+	})
+	return found
 }
 
 // lsOnce runs `ls -l dir` and checks it listed at least n entries.
