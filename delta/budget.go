@@ -17,16 +17,23 @@ type budgetLRU[K comparable, V any] struct {
 	used   int64 // guarded by mu
 	ll     *list.List
 	items  map[K]*list.Element
+	// deps lists, per key, the entries sharing its bytes (AddShared);
+	// guarded by mu. Entries gone since are skipped when it is used.
+	deps map[K][]K
 }
 
 type budgetEntry[K comparable, V any] struct {
 	key  K
 	val  V
 	cost int64
+	// base is the entry whose bytes this one shares, and shared how many
+	// of them its cost leaves out, while base is cached (AddShared).
+	base   K
+	shared int64
 }
 
 func newBudgetLRU[K comparable, V any](budget int64, count int) *budgetLRU[K, V] {
-	return &budgetLRU[K, V]{budget: budget, count: count, ll: list.New(), items: map[K]*list.Element{}}
+	return &budgetLRU[K, V]{budget: budget, count: count, ll: list.New(), items: map[K]*list.Element{}, deps: map[K][]K{}}
 }
 
 // Get returns the value of key and marks it recently used.
@@ -69,6 +76,33 @@ func (c *budgetLRU[K, V]) Add(key K, val V, cost int64) {
 	c.evictLocked()
 }
 
+// AddShared is Add for a value that shares shared bytes with the cached
+// entry base (a snapshot built on a cached state holds the state's
+// actions): its cost leaves them out while base is cached, and they are
+// added to it when base goes, so that what the entries hold is always
+// charged to one of them. Without base cached it is Add of the full cost.
+func (c *budgetLRU[K, V]) AddShared(key K, val V, cost int64, base K, shared int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[base]; !ok || base == key {
+		shared = 0
+	}
+	cost -= shared
+	if e, ok := c.items[key]; ok {
+		be := e.Value.(*budgetEntry[K, V])
+		c.used += cost - be.cost
+		be.val, be.cost, be.base, be.shared = val, cost, base, shared
+		c.ll.MoveToFront(e)
+	} else {
+		c.items[key] = c.ll.PushFront(&budgetEntry[K, V]{key: key, val: val, cost: cost, base: base, shared: shared})
+		c.used += cost
+	}
+	if shared > 0 {
+		c.deps[base] = append(c.deps[base], key)
+	}
+	c.evictLocked()
+}
+
 // evictLocked drops the least recently used entries until the cache is
 // within its budget and count, keeping at least the newest one.
 func (c *budgetLRU[K, V]) evictLocked() {
@@ -86,10 +120,23 @@ func (c *budgetLRU[K, V]) Remove(key K) {
 	}
 }
 
+// removeLocked drops e and charges the entries that shared its bytes
+// with what they now hold alone.
 func (c *budgetLRU[K, V]) removeLocked(e *list.Element) {
 	be := c.ll.Remove(e).(*budgetEntry[K, V])
 	delete(c.items, be.key)
 	c.used -= be.cost
+	for _, k := range c.deps[be.key] {
+		if de, ok := c.items[k]; ok {
+			d := de.Value.(*budgetEntry[K, V])
+			if d.shared > 0 && d.base == be.key {
+				d.cost += d.shared
+				c.used += d.shared
+				d.shared = 0
+			}
+		}
+	}
+	delete(c.deps, be.key)
 }
 
 // Keys returns the keys, most recently used first.

@@ -10,8 +10,10 @@ package delta
 // Cost accounting: a state's cost is its pointer slices plus the estimated
 // bytes of its actions. A snapshot built on a base that is itself still
 // cached shares the base's actions, so it is charged its pointers and the
-// actions it added; touching the snapshot touches its base, so that the
-// base is not evicted from under a snapshot in use.
+// actions it added while the base is cached, and the shared actions too
+// once the base is evicted (budgetLRU.AddShared): what the cache holds is
+// always charged to some entry. Touching the snapshot touches its base,
+// so that the base is not evicted from under a snapshot in use.
 
 // stateOverhead is what a cached state or snapshot costs whatever its
 // size (the structs, maps of txns and domains, the commitInfo kept), and
@@ -82,12 +84,13 @@ func (t *Table) cacheEntry(k stateKey, c *cachedState) {
 	if c.snap != nil && c.snap.segment != nil {
 		cost += logFileBytes * int64(len(c.snap.segment.Commits)+len(c.snap.segment.Checkpoint))
 	}
+	var shared int64
 	if c.base.version >= 0 {
 		if b, ok := t.states.Peek(c.base); ok {
-			cost -= min(b.tableState().bytes, st.bytes)
+			shared = min(b.tableState().bytes, st.bytes)
 		}
 	}
-	t.states.Add(k, c, cost)
+	t.states.AddShared(k, c, cost, c.base, shared)
 }
 
 // nearestState returns the cached state (of a snapshot or bare) with the
