@@ -41,14 +41,20 @@ func (t *Table) History(ctx context.Context) ([]CommitSummary, error) {
 // reading the commits in batches: memory holds one batch, whatever the
 // length of the log. Commits read here are not kept in the commit cache.
 func (t *Table) HistoryEach(ctx context.Context, from, to int64, fn func(CommitSummary) error) error {
-	latest, err := t.Latest(ctx)
-	if err != nil {
-		return err
+	// A range the newest snapshot and listing already cover (a reader of
+	// _history.jsonl asks chunk by chunk) lists nothing: a listing of a
+	// long local log reads its whole directory.
+	latest := t.Current()
+	if latest == nil || to < 0 || to > latest.version {
+		var err error
+		if latest, err = t.Latest(ctx); err != nil {
+			return err
+		}
 	}
 	if to < 0 || to > latest.version {
 		to = latest.version
 	}
-	l, err := t.fullListing(ctx)
+	l, err := t.fullListingTo(ctx, to)
 	if err != nil {
 		return err
 	}

@@ -253,8 +253,19 @@ const maxICTs = 1 << 20
 // fullListing returns a listing of the whole log, refreshed: the part
 // after the newest known commit is listed again and merged.
 func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
+	return t.fullListingTo(ctx, -1)
+}
+
+// fullListingTo is fullListing for a caller that needs only the commits up
+// to version to (>= 0): a remembered listing that reaches it is returned
+// without listing again.
+func (t *Table) fullListingTo(ctx context.Context, to int64) (*logListing, error) {
 	t.mu.Lock()
 	prev := t.full
+	if prev != nil && to >= 0 && prev.maxV >= to {
+		t.mu.Unlock()
+		return prev, nil
+	}
 	upTo := int64(-1) // where the log ends, as far as known: a hint for parallel listing
 	if t.latest != nil {
 		upTo = t.latest.version

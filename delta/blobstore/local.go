@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/deltafs/deltafs/delta"
@@ -120,15 +121,24 @@ func (s *Store) ListNames(ctx context.Context, dir, from string) ([]string, bool
 	if s.local == "" {
 		return nil, false, nil
 	}
-	ents, err := os.ReadDir(filepath.Join(s.local, filepath.FromSlash(dir)))
+	// Read unsorted and sort only what is kept: a refresh lists a long
+	// log's directory for its last few names, and os.ReadDir's sort of
+	// every entry was most of that listing's cost.
+	d, err := os.Open(filepath.Join(s.local, filepath.FromSlash(dir)))
+	if err != nil {
+		return nil, true, s.wrap("list", dir, err)
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return nil, true, s.wrap("list", dir, err)
 	}
 	var out []string
-	for _, e := range ents { // sorted by name
+	for _, e := range ents {
 		if e.Name() >= from && e.Type().IsRegular() {
 			out = append(out, e.Name())
 		}
 	}
+	slices.Sort(out)
 	return out, true, nil
 }
