@@ -68,7 +68,7 @@ func ruleFor(rel string) *layerRule {
 
 // testHelpers are packages for tests only (they import "testing", or serve
 // only tests, like powerfs): only tests and each other may import them.
-var testHelpers = map[string]bool{"internal/testenv": true, "internal/fixturecheck": true, "internal/powerfs": true}
+var testHelpers = map[string]bool{"internal/testenv": true, "internal/fixturecheck": true, "internal/powerfs": true, "internal/hostilepq": true}
 
 // violations returns one message per forbidden arrow from pkg (an import
 // path) to its transitive non-test dependencies deps.

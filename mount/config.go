@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/nodes"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 // Source is one SOURCE argument of the mount: a table or a warehouse.
@@ -90,6 +91,11 @@ type Config struct {
 	// storage request also has its own deadline (blobstore's request
 	// timeout).
 	CommitTimeout time.Duration
+	// ValidationMemory bounds the memory of the validation of inbox files
+	// (each is decoded page by page before its commit), all tables and
+	// files together (default DefaultValidationMemory); a page that needs
+	// more than all of it refuses its file.
+	ValidationMemory int64
 	// EngineInfo is the commitInfo.engineInfo of inbox commits (default
 	// "deltafs"; the CLI sets "deltafs/<version>").
 	EngineInfo string
@@ -101,6 +107,8 @@ const (
 	DefaultRefresh         = time.Second
 	DefaultInboxStaleAfter = nodes.DefaultInboxStaleAfter
 	DefaultCommitTimeout   = nodes.DefaultCommitTimeout
+	// DefaultValidationMemory is Config.ValidationMemory's default.
+	DefaultValidationMemory = pqfile.DefaultProveMemory
 )
 
 // withDefaults returns cfg with zero fields filled in, or an error for a

@@ -14,6 +14,7 @@ import (
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/nodes"
+	"github.com/deltafs/deltafs/pqfile"
 	"github.com/deltafs/deltafs/writeback"
 )
 
@@ -43,6 +44,7 @@ func (s *Server) enableInboxes() (string, error) {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("inbox staging: %w", err)
 	}
+	budget := pqfile.NewBudget(s.cfg.ValidationMemory) // one for all tables
 	for i, d := range s.dirs {
 		tdir := filepath.Join(dir, strconv.Itoa(i))
 		if err := os.Mkdir(tdir, 0o700); err != nil {
@@ -50,7 +52,7 @@ func (s *Server) enableInboxes() (string, error) {
 			return "", fmt.Errorf("inbox staging: %w", err)
 		}
 		c := writeback.New(s.tables[i].table, s.stats.committerHooks(s.tables[i].name,
-			writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger, TempDir: widenDir, CommitTimeout: s.cfg.CommitTimeout}))
+			writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger, TempDir: widenDir, CommitTimeout: s.cfg.CommitTimeout, ValidationBudget: budget}))
 		s.committers = append(s.committers, c)
 		d.EnableInbox(inboxWriter{c: c, refuse: s.probeAtomicPut(s.tables[i])}, tdir)
 	}

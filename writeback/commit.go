@@ -77,7 +77,7 @@ func (c *Committer) appendCapped(ctx context.Context, files []File, txp **txn) (
 	if err := c.writable(snap); err != nil {
 		return Result{}, err
 	}
-	preps, err := c.prepareAll(snap, files)
+	preps, err := c.prepareAll(ctx, snap, files)
 	if err != nil {
 		return Result{}, err
 	}
@@ -119,11 +119,11 @@ func (c *Committer) appendCapped(ctx context.Context, files []File, txp **txn) (
 
 // prepareAll validates every file, so that a refusal names each bad one
 // (joined errors, each naming its file), not only the first.
-func (c *Committer) prepareAll(snap *delta.Snapshot, files []File) ([]*prepared, error) {
+func (c *Committer) prepareAll(ctx context.Context, snap *delta.Snapshot, files []File) ([]*prepared, error) {
 	out := make([]*prepared, 0, len(files))
 	var errs []error
 	for _, f := range files {
-		p, err := c.prepare(snap, f)
+		p, err := c.prepare(ctx, snap, f)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -292,7 +292,7 @@ func (c *Committer) revalidate(ctx context.Context, snap *delta.Snapshot, tx *tx
 		return fmt.Errorf("table changed while appending: %w", err)
 	}
 	for i, u := range tx.ups {
-		p, err := c.prepare(snap, u.prep.file)
+		p, err := c.prepare(ctx, snap, u.prep.file)
 		if err != nil {
 			return fmt.Errorf("table changed at version %d while appending: %w", snap.Version(), err)
 		}

@@ -1,14 +1,13 @@
 package writeback
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/deltafs/deltafs/delta"
@@ -42,7 +41,7 @@ func (p *prepared) fingerprint() string {
 
 // prepare validates f against snap (partition values, Parquet footer,
 // schema, nulls) and computes its statistics. It writes nothing.
-func (c *Committer) prepare(snap *delta.Snapshot, f File) (*prepared, error) {
+func (c *Committer) prepare(ctx context.Context, snap *delta.Snapshot, f File) (*prepared, error) {
 	display := f.Name
 	if display == "" {
 		display = f.LocalPath
@@ -57,12 +56,12 @@ func (c *Committer) prepare(snap *delta.Snapshot, f File) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	pq, sc, err := c.openChecked(p, schema, partCols, snap.ColumnMapping())
+	pq, sc, pr, err := c.openChecked(ctx, p, schema, partCols, snap.ColumnMapping())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("table %s version %d: %w", snap.Table(), snap.Version(), err)
 	}
 	defer pq.Close()
-	if err := p.checkAndStat(snap, m, schema, partCols, pq, sc); err != nil {
+	if err := p.checkAndStat(snap, m, schema, partCols, pq, sc, pr); err != nil {
 		p.cleanup()
 		return nil, err
 	}
@@ -73,24 +72,33 @@ func (c *Committer) prepare(snap *delta.Snapshot, f File) (*prepared, error) {
 // A file whose columns only need lossless widenings is re-encoded first
 // (widen.go) and p.file becomes the re-encoded copy, which must then
 // match exactly: what is checked, measured and uploaded is that copy.
-func (c *Committer) openChecked(p *prepared, schema *delta.StructType, partCols map[string]bool, mode delta.ColumnMappingMode) (*pqFile, *schemaCheck, error) {
+func (c *Committer) openChecked(ctx context.Context, p *prepared, schema *delta.StructType, partCols map[string]bool, mode delta.ColumnMappingMode) (*pqFile, *schemaCheck, *proof, error) {
 	pq, err := openParquet(p.file.LocalPath, p.display)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var widen []widening
 	sc := &schemaCheck{file: p.display, mode: mode, renames: map[string]renameTo{}, widen: &widen}
 	if err := sc.checkTopLevel(schema, partCols, pq.root); err != nil {
 		pq.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	// Every page is decoded before anything else reads the file's values
+	// (the NOT NULL check, the constraints, the re-encoding of widened
+	// columns): what they read has then been proven to decode within the
+	// budget.
+	pr, err := c.proveFile(ctx, pq, sc, p.display)
+	if err != nil {
+		pq.Close()
+		return nil, nil, nil, err
 	}
 	if len(widen) == 0 {
-		return pq, sc, nil
+		return pq, sc, pr, nil
 	}
 	pq.Close()
 	path, err := widenFile(p.file.LocalPath, c.opts.TempDir, widen, p.display)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p.widened = path
 	p.file.LocalPath, p.file.Owned = path, true
@@ -99,13 +107,15 @@ func (c *Committer) openChecked(p *prepared, schema *delta.StructType, partCols 
 		if err = sc.checkTopLevel(schema, partCols, pq.root); err != nil {
 			pq.Close()
 			err = fmt.Errorf("re-encoded copy of %s still does not match the table: %w", p.display, err)
+		} else if pr, err = c.proveFile(ctx, pq, sc, p.display); err != nil {
+			pq.Close()
 		}
 	}
 	if err != nil {
 		p.cleanup()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return pq, sc, nil
+	return pq, sc, pr, nil
 }
 
 // cleanup removes the re-encoded copy of the file, if one was made.
@@ -117,11 +127,8 @@ func (p *prepared) cleanup() {
 
 // checkAndStat runs the content checks (nulls, constraints) on the
 // opened file and computes the add action's statistics.
-func (p *prepared) checkAndStat(snap *delta.Snapshot, m *delta.Metadata, schema *delta.StructType, partCols map[string]bool, pq *pqFile, sc *schemaCheck) error {
+func (p *prepared) checkAndStat(snap *delta.Snapshot, m *delta.Metadata, schema *delta.StructType, partCols map[string]bool, pq *pqFile, sc *schemaCheck, pr *proof) error {
 	display := p.display
-	if err := checkNoNulls(pq, sc.nonNull, display); err != nil {
-		return err
-	}
 	cs, err := tableConstraints(m, schema)
 	if err != nil {
 		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
@@ -133,12 +140,12 @@ func (p *prepared) checkAndStat(snap *delta.Snapshot, m *delta.Metadata, schema 
 		p.renames = sc.renames
 	}
 	p.codec = codecName(pq.meta)
-	p.numRecords = pq.meta.NumRows
+	p.numRecords = pr.rows
 	sel, err := statsSelector(snap, schema, partCols)
 	if err != nil {
 		return fmt.Errorf("%w: table %s version %d: %w", ErrNotWritable, snap.Table(), snap.Version(), err)
 	}
-	p.stats, err = buildStats(pq, sc.leaves, sel, stringPrefix(m), display)
+	p.stats, err = buildStats(pr, sc.leaves, sel, stringPrefix(m), display)
 	return err
 }
 
@@ -214,65 +221,6 @@ func codecName(meta *format.FileMetaData) string {
 		return "lzo"
 	}
 	return ""
-}
-
-// checkNoNulls refuses nulls where the table says a value cannot be null.
-// A node reached through structs only is null in a row whose definition
-// level at its first leaf is below nn.minDef (itself or a parent null:
-// Spark refuses a null parent of a non-nullable field too); inside a list
-// or map only a null at the node itself counts (level nn.minDef-1). A
-// footer null_count of 0 proves there are none, but only when the footer
-// states it; otherwise the definition levels are scanned.
-func checkNoNulls(pq *pqFile, nodes []nonNullNode, display string) error {
-	for _, nn := range nodes {
-		leaf := nn.node.FirstLeaf()
-		for i, rg := range pq.pf.RowGroups() {
-			cm := &pq.meta.RowGroups[i].Columns[leaf.Leaf].MetaData
-			if pq.chunkStats[i][leaf.Leaf].NullCount && cm.Statistics.NullCount == 0 {
-				continue
-			}
-			found, err := hasDefLevel(rg.ColumnChunks()[leaf.Leaf], nn.nullAt)
-			if err != nil {
-				return invalidf("%s: read column %s: %v", display, nn.path, err)
-			}
-			if found {
-				return invalidf("%s: column %s is not nullable in the table but holds nulls%s", display, nn.path, nn.why)
-			}
-		}
-	}
-	return nil
-}
-
-// hasDefLevel reports whether any value of the chunk has a definition
-// level for which null says true.
-func hasDefLevel(cc parquet.ColumnChunk, null func(def int) bool) (found bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("decode pages: %v", r)
-		}
-	}()
-	pages := cc.Pages()
-	defer pages.Close()
-	for {
-		pg, err := pages.ReadPage()
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		found := false
-		for _, l := range pg.DefinitionLevels() {
-			if null(int(l)) {
-				found = true
-				break
-			}
-		}
-		parquet.Release(pg)
-		if found {
-			return true, nil
-		}
-	}
 }
 
 // statsSelector decides which leaves get min/max/nullCount:

@@ -52,23 +52,17 @@ type statSelection struct {
 // proves a leaf's statistics (footerAgg); other leaves are computed from
 // their values. A clustering column whose bounds cannot be written
 // refuses the file.
-func buildStats(pq *pqFile, leaves []statLeaf, sel statSelection, prefixLen int, display string) (string, error) {
-	st := fileStats{NumRecords: pq.meta.NumRows, MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]any{}}
+func buildStats(pr *proof, leaves []statLeaf, sel statSelection, prefixLen int, display string) (string, error) {
+	st := fileStats{NumRecords: pr.rows, MinValues: map[string]any{}, MaxValues: map[string]any{}, NullCount: map[string]any{}}
 	seen := map[string]bool{}
-	for _, l := range leaves {
+	for i, l := range leaves {
 		key := strings.ToLower(dotted(l.logical))
 		_, clustering := sel.clustering[key]
 		if !sel.selected(l.logical) && !clustering {
 			continue
 		}
 		seen[key] = true
-		agg, ok := footerAgg(pq, l)
-		if !ok {
-			var err error
-			if agg, err = scanLeaf(pq, l); err != nil {
-				return "", invalidf("%s: read column %s for its statistics: %v", display, dotted(l.logical), err)
-			}
-		}
+		agg := pr.aggs[i]
 		setPath(st.NullCount, l.physical, agg.nulls)
 		if !minMaxEligible(l) || agg.min == nil {
 			continue // no bounds for the type, or all null
@@ -84,7 +78,7 @@ func buildStats(pq *pqFile, leaves []statLeaf, sel statSelection, prefixLen int,
 	}
 	for key, phys := range sel.clustering {
 		if !seen[key] { // a nullable column missing from the file: all null
-			setPath(st.NullCount, phys, pq.meta.NumRows)
+			setPath(st.NullCount, phys, pr.rows)
 		}
 	}
 	b, _ := json.Marshal(st) // maps of strings, numbers and json.Number only
@@ -97,61 +91,6 @@ type leafAgg struct {
 	nulls    int64
 	min, max []byte // Parquet plain-encoded bounds
 	nan      bool   // a float or double NaN was seen (min and max exclude it)
-}
-
-// footerAgg returns a leaf's statistics from the footer when the footer
-// proves them; ok false when it does not and the values must be read:
-// a chunk without statistics or without null_count (a decoder reads an
-// absent null_count as 0), a float or double leaf (writers leave NaN out
-// of min/max, Spark orders NaN above every number), a decimal stored as
-// bytes (parquet-go, and parquet-mr before 1.10, order those bytes
-// unsigned, not as the signed numbers they are), bounds missing from a
-// chunk holding values, bounds the footer says are inexact (truncated),
-// or bounds written in an order other than the type's own (no
-// TypeDefinedOrder).
-func footerAgg(pq *pqFile, l statLeaf) (agg leafAgg, ok bool) {
-	bounds := minMaxEligible(l)
-	if bounds {
-		switch l.node.Element.Type.V {
-		case format.Float, format.Double:
-			return leafAgg{}, false
-		case format.FixedLenByteArray, format.ByteArray:
-			if _, dec := l.typ.(delta.DecimalType); dec {
-				return leafAgg{}, false
-			}
-		}
-		if l.node.Leaf >= len(pq.meta.ColumnOrders) {
-			return leafAgg{}, false
-		}
-		if _, typed := pq.meta.ColumnOrders[l.node.Leaf].Value.(*format.TypeDefinedOrder); !typed {
-			return leafAgg{}, false
-		}
-	}
-	for i := range pq.meta.RowGroups {
-		rg := &pq.meta.RowGroups[i]
-		if l.node.Leaf >= len(rg.Columns) || !pq.chunkStats[i][l.node.Leaf].NullCount {
-			return leafAgg{}, false
-		}
-		if bounds && pq.chunkStats[i][l.node.Leaf].Inexact {
-			return leafAgg{}, false // a truncated bound, not a value of the file
-		}
-		cm := &rg.Columns[l.node.Leaf].MetaData
-		s := &cm.Statistics
-		agg.nulls += s.NullCount
-		if !bounds || s.NullCount >= cm.NumValues {
-			continue // no bounds wanted, or all null: none in this row group
-		}
-		if s.MinValue == nil || s.MaxValue == nil {
-			return leafAgg{}, false
-		}
-		if agg.min == nil || compareBound(l, s.MinValue, agg.min) < 0 {
-			agg.min = s.MinValue
-		}
-		if agg.max == nil || compareBound(l, s.MaxValue, agg.max) > 0 {
-			agg.max = s.MaxValue
-		}
-	}
-	return agg, true
 }
 
 // minMaxEligible: Spark collects min/max for numeric, date, timestamp and

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/pqfile"
 )
 
 var (
@@ -95,6 +96,12 @@ type Options struct {
 	// tried to commit and lost to another writer (it then retries on the
 	// next one).
 	OnConflict func(version int64)
+	// ValidationBudget is the memory the decoding of appended files
+	// (pqfile.Prove) shares with every other Committer given the same
+	// budget; nil is pqfile's process-wide default of
+	// pqfile.DefaultProveMemory bytes. A page that needs more than the
+	// whole budget refuses its file.
+	ValidationBudget *pqfile.Budget
 }
 
 // Committer appends files to one table. It is safe for concurrent use:
@@ -105,6 +112,8 @@ type Committer struct {
 	store delta.Storage
 	opts  Options
 	log   *slog.Logger
+	// budget bounds the memory of validations (nil: pqfile's default).
+	budget *pqfile.Budget
 
 	// commitMu serializes the commit attempts of this Committer's
 	// appends: two of them would race for the same version anyway, and
@@ -141,7 +150,7 @@ func New(table *delta.Table, opts Options) *Committer {
 		log = slog.Default()
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &Committer{table: table, store: table.Storage(), opts: opts, log: log.With("table", table.Name()),
+	return &Committer{table: table, store: table.Storage(), opts: opts, log: log.With("table", table.Name()), budget: opts.ValidationBudget,
 		bg: bg, stop: stop, cpWant: -1, cpDone: -1}
 }
 
@@ -177,7 +186,7 @@ func (c *Committer) Validate(ctx context.Context, f File) error {
 	if err := c.writable(snap); err != nil {
 		return err
 	}
-	p, err := c.prepare(snap, f)
+	p, err := c.prepare(ctx, snap, f)
 	if err == nil {
 		p.cleanup()
 	}

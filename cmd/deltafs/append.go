@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/pqfile"
 	"github.com/deltafs/deltafs/writeback"
 )
 
@@ -52,6 +53,9 @@ func runAppend(ctx context.Context, args []string) error {
 	parts := partitionFlag{}
 	fs.Var(parts, "partition", "partition value col=value for every file (repeatable)")
 	maxRetry := fs.Duration("max-retry", 30*time.Second, "give up after losing commit races for this long")
+	valMem := "256M"
+	fs.Var(checkedString{&valMem, func(s string) error { _, err := parseSize(s); return err }},
+		"validation-memory", "memory bound for decoding the files before the commit (`SIZE`); a page needing more refuses its file")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -66,6 +70,7 @@ func runAppend(ctx context.Context, args []string) error {
 	defer closeFn()
 	c := writeback.New(t, writeback.Options{
 		EngineInfo: "deltafs/" + buildVersion().Version, MaxRetry: *maxRetry, Progress: printProgress,
+		ValidationBudget: pqfile.NewBudget(sizeOrZero(valMem)),
 	})
 	files, err := appendFiles(ctx, c, pos[1:], parts)
 	if err != nil {
@@ -178,4 +183,11 @@ func printProgress(name string, done, total int64) {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "upload %s: %.1f / %.1f MiB\n", name, float64(done)/(1<<20), float64(total)/(1<<20))
+}
+
+// sizeOrZero is parseSize for a flag value its checkedString already
+// checked.
+func sizeOrZero(s string) int64 {
+	n, _ := parseSize(s)
+	return n
 }

@@ -56,7 +56,7 @@ Examples:
 type mountFlags struct {
 	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter, partitionColumns bool
 	uid, gid                                                                                   uint
-	cacheDir, cacheSize, memoryCacheSize, snapshotCache, logLevel, umask                       string
+	cacheDir, cacheSize, memoryCacheSize, snapshotCache, validationMemory, logLevel, umask     string
 	configFile, logFile, metricsAddr                                                           string
 	refresh, inboxStaleAfter, commitTimeout                                                    time.Duration
 }
@@ -105,6 +105,9 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	f.cacheSize = "10G"
 	flags.Var(checkedString{&f.cacheSize, func(s string) error { _, err := parseSize(s); return err }},
 		"cache-size", "disk cache bound in bytes (`SIZE`: 10G, 512M, ...)")
+	f.validationMemory = "256M"
+	flags.Var(checkedString{&f.validationMemory, func(s string) error { _, err := parseSize(s); return err }},
+		"validation-memory", "memory bound for decoding inbox files before their commit, all files together (`SIZE`); a page needing more refuses its file")
 	flags.DurationVar(&f.refresh, "refresh", mount.DefaultRefresh, "how often @latest looks for new commits")
 	flags.DurationVar(&f.commitTimeout, "commit-timeout", mount.DefaultCommitTimeout,
 		"longest wait of an inbox close() or rename() for its commit, uploads included (`DURATION`); past it the answer is EIO, the reason in inbox/_status.jsonl")
@@ -162,6 +165,10 @@ func (f *mountFlags) config(sources []mount.Source, mountpoint string) (mount.Co
 	if err != nil {
 		return mount.Config{}, fmt.Errorf("--snapshot-cache: %w", err)
 	}
+	valMem, err := parseSize(f.validationMemory)
+	if err != nil {
+		return mount.Config{}, fmt.Errorf("--validation-memory: %w", err)
+	}
 	umask, err := parseUmask(f.umask)
 	if err != nil {
 		return mount.Config{}, fmt.Errorf("--umask: %w", err)
@@ -173,11 +180,12 @@ func (f *mountFlags) config(sources []mount.Source, mountpoint string) (mount.Co
 		PartitionColumns: f.partitionColumns,
 		UID:              uint32(f.uid), GID: uint32(f.gid), Umask: umask,
 		CacheDir: f.cacheDir, CacheSize: size, MemoryCacheSize: memSize, SnapshotCacheSize: snapCache, Refresh: f.refresh,
-		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
-		Debug:           f.debug,
-		EngineInfo:      "deltafs/" + buildVersion().Version,
-		InboxStaleAfter: staleAfter(f.inboxStaleAfter),
-		CommitTimeout:   f.commitTimeout,
+		Logger:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Debug:            f.debug,
+		EngineInfo:       "deltafs/" + buildVersion().Version,
+		InboxStaleAfter:  staleAfter(f.inboxStaleAfter),
+		CommitTimeout:    f.commitTimeout,
+		ValidationMemory: valMem,
 	}, nil
 }
 
@@ -186,7 +194,7 @@ func (f *mountFlags) config(sources []mount.Source, mountpoint string) (mount.Co
 // systemd) and unmounts when ctx ends (a signal); it returns once the
 // mount is gone.
 func serveMount(ctx context.Context, cfg mount.Config, f *mountFlags) (err error) {
-	base := limitMemory(cfg.MemoryCacheSize)
+	base := limitMemory(cfg.MemoryCacheSize + cfg.ValidationMemory)
 	defer func() { notifyReady(err) }() // a failure before the mount reaches the parent
 	out, closeLog, err := openLog(f.logFile)
 	if err != nil {
