@@ -37,6 +37,7 @@ type Store struct {
 	local   string   // filesystem directory of the root when the bucket is fileblob
 	driver  string   // the gocloud driver's URL scheme (file, s3, gs, azblob, mem), "" when unknown
 	timeout time.Duration
+	tails   *listTails // a local root's directory listings while unchanged; shared by Sub and WithRequestTimeout
 }
 
 var _ delta.Storage = (*Store)(nil)
@@ -79,7 +80,7 @@ func New(b *blob.Bucket, prefix, display string) *Store {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	return &Store{bucket: b, prefix: prefix, where: parseWhere(display)}
+	return &Store{bucket: b, prefix: prefix, where: parseWhere(display), tails: &listTails{}}
 }
 
 func openLocal(dir string) (*Store, error) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/deltafs/deltafs/delta"
 )
@@ -121,17 +122,32 @@ func (s *Store) ListNames(ctx context.Context, dir, from string) ([]string, bool
 	if s.local == "" {
 		return nil, false, nil
 	}
-	// Read unsorted and sort only what is kept: a refresh lists a long
-	// log's directory for its last few names, and os.ReadDir's sort of
-	// every entry was most of that listing's cost.
-	d, err := os.Open(filepath.Join(s.local, filepath.FromSlash(dir)))
+	path := filepath.Join(s.local, filepath.FromSlash(dir))
+	if names, ok := s.tails.get(path, from); ok {
+		return names, true, nil
+	}
+	start := time.Now()
+	out, err := readDirNames(path, from)
 	if err != nil {
 		return nil, true, s.wrap("list", dir, err)
+	}
+	s.tails.put(path, from, start, out)
+	return out, true, nil
+}
+
+// readDirNames returns the names of the regular files of dir from from on,
+// sorted. It reads the directory unsorted and sorts only what it keeps: a
+// refresh lists a long log's directory for its last few names, and
+// os.ReadDir's sort of every entry was most of that listing's cost.
+func readDirNames(dir, from string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
 	}
 	ents, err := d.ReadDir(-1)
 	d.Close()
 	if err != nil {
-		return nil, true, s.wrap("list", dir, err)
+		return nil, err
 	}
 	var out []string
 	for _, e := range ents {
@@ -140,5 +156,5 @@ func (s *Store) ListNames(ctx context.Context, dir, from string) ([]string, bool
 		}
 	}
 	slices.Sort(out)
-	return out, true, nil
+	return out, nil
 }
