@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"slices"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -74,6 +76,7 @@ func newStatusLog(path string) *statusLog {
 // add appends e, stamped now.
 func (l *statusLog) add(e StatusEvent) {
 	e.Time = time.Now().UTC()
+	e.Error = capText(e.Error, statusErrorMax)
 	var line bytes.Buffer
 	enc := json.NewEncoder(&line)
 	enc.SetEscapeHTML(false) // errors say <value>, not \u003cvalue\u003e
@@ -239,4 +242,22 @@ func (f *InboxInfoFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, 
 		return h, fuse.FOPEN_DIRECT_IO, 0
 	}
 	return bytesHandle(f.text(ctx)), fuse.FOPEN_DIRECT_IO, 0
+}
+
+// statusErrorMax caps the error text of one status line (issue 20): a
+// refusal quoting what a hostile file declares must not make a line of
+// kilobytes; the log line keeps the whole text.
+const statusErrorMax = 1024
+
+// capText cuts s to at most max bytes, at a UTF-8 boundary, saying how
+// much was cut.
+func capText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max - 32
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("... (%d bytes cut)", len(s)-n)
 }

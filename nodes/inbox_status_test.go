@@ -27,3 +27,15 @@ func TestFillAttrNoZeroTime(t *testing.T) {
 		t.Errorf("mtime %d ctime %d, want the start time %d", a.Mtime, a.Ctime, started.Unix())
 	}
 }
+
+// A refusal's text is capped in _status.jsonl (issue 20: a 20 KB line
+// for a hostile schema), cut at a UTF-8 boundary and saying so.
+func TestStatusLogCapsErrors(t *testing.T) {
+	l := newStatusLog("")
+	long := strings.Repeat("é", 10_000) // 20,000 bytes
+	l.add(StatusEvent{Op: "commit", File: "x.parquet", Error: long})
+	got := string(l.jsonl())
+	if len(got) > statusErrorMax+200 || !strings.Contains(got, "bytes cut)") || strings.ContainsRune(got, '\uFFFD') {
+		t.Errorf("status line of %d bytes: want at most about %d, cut at a rune, saying so", len(got), statusErrorMax)
+	}
+}

@@ -50,9 +50,16 @@ func readFooter(src io.ReaderAt, size int64) (*footer, error) {
 	if n > maxFooterLen || start < int64(len(magic)) {
 		return nil, fmt.Errorf("%w: footer length %d does not fit a file of %d bytes", ErrCorrupt, n, size)
 	}
+	lim := CurrentLimits()
+	if n > lim.MaxFooterBytes {
+		return nil, limitf("footer of %d bytes is over the limit of %d bytes (--max-parquet-footer)", n, lim.MaxFooterBytes)
+	}
 	buf := make([]byte, n)
 	if err := readFull(src, buf, start); err != nil {
 		return nil, fmt.Errorf("read parquet footer: %w", err)
+	}
+	if err := checkLimits(buf, lim); err != nil {
+		return nil, fmt.Errorf("parquet footer: %w", err)
 	}
 	f := &footer{start: start, raw: buf}
 	if err := decodeFooter(buf, &f.meta); err != nil {

@@ -22,7 +22,9 @@ import (
 // last 8 bytes, checks the closing "PAR1" magic and that the footer
 // length fits in the file, then walks the footer's Thrift encoding with
 // the package's one Thrift reader (thriftwalk.go): every string, list,
-// set and map must fit in the bytes left, nesting stays under 64 levels.
+// set and map must fit in the bytes left, nesting stays under 64 levels,
+// and the footer keeps to the Limits in force (limits.go): its size, the
+// schema's elements and depth, the row groups and their rows.
 func CheckFooter(r io.ReaderAt, size int64) error {
 	const head = 4 // "PAR1"
 	if size < head+trailerLen {
@@ -39,11 +41,15 @@ func CheckFooter(r io.ReaderAt, size int64) error {
 	if n > size-head-trailerLen {
 		return fmt.Errorf("%w: parquet footer length %d does not fit a file of %d bytes", ErrCorrupt, n, size)
 	}
+	lim := CurrentLimits()
+	if n > lim.MaxFooterBytes {
+		return limitf("footer of %d bytes is over the limit of %d bytes (--max-parquet-footer)", n, lim.MaxFooterBytes)
+	}
 	footer := make([]byte, n)
 	if err := readFull(r, footer, size-trailerLen-n); err != nil {
 		return fmt.Errorf("read parquet footer: %w", err)
 	}
-	if _, err := thriftBuf(footer).skipStruct(0, 0, nil); err != nil {
+	if err := checkLimits(footer, lim); err != nil { // walks all of it, bounds-checked
 		return fmt.Errorf("parquet footer: %w", err)
 	}
 	return nil

@@ -73,6 +73,11 @@ func hostileCases() map[string]struct {
 			p.Uncompressed = int32(len(p.Body))
 			return f
 		}, "row group 0 column id page 0"},
+		"100,000-deep chain of single-child groups": {func() hostilepq.File {
+			f := hostileFile(1000)
+			f.DeepChain = 100_000
+			return f
+		}, "schema nested deeper than 64 levels"},
 		"gzip page declaring 1 KiB inflating to 3 GiB": {func() hostilepq.File {
 			f := hostileFile(1)
 			f.Columns[0].Codec = format.Gzip

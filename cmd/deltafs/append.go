@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,8 +57,14 @@ func runAppend(ctx context.Context, args []string) error {
 	valMem := "256M"
 	fs.Var(checkedString{&valMem, func(s string) error { _, err := parseSize(s); return err }},
 		"validation-memory", "memory bound for decoding the files before the commit (`SIZE`); a page needing more refuses its file")
+	var maxFooter string
+	var maxColumns int
+	defineParquetLimits(fs, &maxFooter, &maxColumns)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := setParquetLimits(maxFooter, maxColumns); err != nil {
 		return err
 	}
 	if len(pos) < 2 {
@@ -190,4 +197,28 @@ func printProgress(name string, done, total int64) {
 func sizeOrZero(s string) int64 {
 	n, _ := parseSize(s)
 	return n
+}
+
+// defineParquetLimits defines the flags of the pqfile.Limits a user may
+// need to raise (a footer or schema larger than the defaults); the other
+// limits are fixed (operations.md).
+func defineParquetLimits(fs *flag.FlagSet, footer *string, columns *int) {
+	*footer = "64M"
+	fs.Var(checkedString{footer, func(s string) error { _, err := parseSize(s); return err }},
+		"max-parquet-footer", "largest Parquet footer read from storage or an inbox (`SIZE`); a larger one is refused naming this flag")
+	fs.IntVar(columns, "max-parquet-columns", pqfile.DefaultLimits.MaxSchemaElements,
+		"most schema elements (columns and groups) of a Parquet file read from storage or an inbox (`N`)")
+}
+
+// setParquetLimits applies the flags of defineParquetLimits.
+func setParquetLimits(footer string, columns int) error {
+	n, err := parseSize(footer)
+	if err != nil {
+		return fmt.Errorf("--max-parquet-footer: %w", err)
+	}
+	if columns <= 0 {
+		return fmt.Errorf("--max-parquet-columns: %d is not a positive count", columns)
+	}
+	pqfile.SetLimits(pqfile.Limits{MaxFooterBytes: n, MaxSchemaElements: columns})
+	return nil
 }

@@ -57,7 +57,8 @@ type mountFlags struct {
 	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter, partitionColumns bool
 	uid, gid                                                                                   uint
 	cacheDir, cacheSize, memoryCacheSize, snapshotCache, validationMemory, logLevel, umask     string
-	configFile, logFile, metricsAddr                                                           string
+	configFile, logFile, metricsAddr, maxParquetFooter                                         string
+	maxParquetColumns                                                                          int
 	refresh, inboxStaleAfter, commitTimeout                                                    time.Duration
 }
 
@@ -123,6 +124,7 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	flags.BoolVar(&f.noPassthrough, "no-passthrough", false, "serve every read in userspace (no kernel passthrough)")
 	flags.BoolVar(&f.partitionColumns, "partition-columns", false, "serve partition columns inside every data file, typed as the table has them (turn off the reader's Hive parsing)")
 	flags.BoolVar(&f.debug, "debug", false, "log every FUSE request")
+	defineParquetLimits(flags, &f.maxParquetFooter, &f.maxParquetColumns)
 }
 
 // resolve applies the config file (if any) under the command-line flags
@@ -164,6 +166,9 @@ func (f *mountFlags) config(sources []mount.Source, mountpoint string) (mount.Co
 	snapCache, err := parseSize(f.snapshotCache)
 	if err != nil {
 		return mount.Config{}, fmt.Errorf("--snapshot-cache: %w", err)
+	}
+	if err := setParquetLimits(f.maxParquetFooter, f.maxParquetColumns); err != nil {
+		return mount.Config{}, err
 	}
 	valMem, err := parseSize(f.validationMemory)
 	if err != nil {
