@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/serve"
@@ -99,32 +101,75 @@ func eachLsEntry(ctx context.Context, snap *delta.Snapshot, served servedSizer, 
 		}
 		return cmp.Compare(a.DeletionVector.UniqueID(), b.DeletionVector.UniqueID())
 	})
-	for _, a := range adds {
-		f, err := snap.LiveFileOf(a)
-		if err != nil {
-			return err
-		}
-		n, err := snap.NumRecords(ctx, a)
-		if err != nil {
-			return err
-		}
-		var deleted int64
-		if dv := a.DeletionVector; dv != nil {
-			deleted = dv.Cardinality
-		}
-		e := lsEntry{
-			Path: f.Key, Size: a.Size, PartitionValues: f.PartitionValues,
-			NumRecords: n, DeletedRows: deleted, Rows: n - deleted,
-			DeletionVector: a.DeletionVector.UniqueID(),
-		}
+	// Served sizes read each file's footer (a ranged GET on an object
+	// store): a batch of files is sized at once, and printed in order.
+	sizes := make([]int64, lsBatch)
+	for start := 0; start < len(adds); start += lsBatch {
+		batch := adds[start:min(start+lsBatch, len(adds))]
 		if served != nil {
-			size, err := served(&f)
+			if err := sizeBatch(ctx, snap, served, batch, sizes); err != nil {
+				return err
+			}
+		}
+		for i, a := range batch {
+			f, err := snap.LiveFileOf(a)
 			if err != nil {
 				return err
 			}
-			e.ServedSize = size
+			n, err := snap.NumRecords(ctx, a)
+			if err != nil {
+				return err
+			}
+			var deleted int64
+			if dv := a.DeletionVector; dv != nil {
+				deleted = dv.Cardinality
+			}
+			e := lsEntry{
+				Path: f.Key, Size: a.Size, PartitionValues: f.PartitionValues,
+				NumRecords: n, DeletedRows: deleted, Rows: n - deleted,
+				DeletionVector: a.DeletionVector.UniqueID(),
+			}
+			if served != nil {
+				e.ServedSize = sizes[i]
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
 		}
-		if err := fn(e); err != nil {
+	}
+	return nil
+}
+
+// lsBatch is how many files `deltafs ls` sizes at once, lsWorkers how
+// many footers it reads at a time: enough to hide an object store's
+// latency, few enough to hold nothing per file of a large table.
+const (
+	lsBatch   = 1024
+	lsWorkers = 16
+)
+
+// sizeBatch sets sizes[i] to the served size of batch[i], lsWorkers at a
+// time; the first error (in file order) is returned.
+func sizeBatch(ctx context.Context, snap *delta.Snapshot, served servedSizer, batch []*delta.Add, sizes []int64) error {
+	errs := make([]error, len(batch))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(lsWorkers, len(batch)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(batch); i = int(next.Add(1) - 1) {
+				f, err := snap.LiveFileOf(batch[i])
+				if err == nil {
+					sizes[i], err = served(&f)
+				}
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
