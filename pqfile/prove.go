@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -31,6 +35,11 @@ type ProveOptions struct {
 	// Budget is the memory this proof shares with others; nil is the
 	// package's default budget of DefaultProveMemory bytes.
 	Budget *Budget
+	// Workers decode that many column chunks at once (default
+	// GOMAXPROCS), each holding its own page within the budget; the
+	// visitor is then called concurrently, but never concurrently for one
+	// chunk, whose pages it gets in order.
+	Workers int
 }
 
 // ProveError is a page, or a chunk, that does not decode or breaks a
@@ -69,6 +78,7 @@ type ProvedPage struct {
 	vals   pageVals
 	idx    []int32   // dictionary indexes, one per present value; nil if not dictionary-encoded
 	dict   *pageVals // the chunk's dictionary when idx is set
+	seen   *[]uint64 // Distinct's scratch bitmap
 }
 
 // Len is the number of present (non-null) values.
@@ -87,6 +97,40 @@ func (p *ProvedPage) Value(i int) []byte {
 		return p.dict.value(int(p.idx[i]))
 	}
 	return p.vals.value(i)
+}
+
+// Fixed returns the page's present values as one run of fixed-width
+// plain-encoded bytes, when they are (not dictionary-encoded, not byte
+// arrays): a caller's typed loop over them beats Value.
+func (p *ProvedPage) Fixed() (raw []byte, width int, ok bool) {
+	if p.idx != nil || p.vals.width == 0 {
+		return nil, 0, false
+	}
+	return p.vals.fixed, p.vals.width, true
+}
+
+// Distinct calls fn with every present value at least once, as Value
+// gives it: a dictionary-encoded page's entries once each (those its
+// indexes use), any other page's values in order. Enough for bounds.
+func (p *ProvedPage) Distinct(fn func([]byte)) {
+	if p.idx == nil {
+		for i := range p.vals.n {
+			fn(p.vals.value(i))
+		}
+		return
+	}
+	seen := growExact(*p.seen, (p.dict.n+63)/64)
+	clear(seen)
+	*p.seen = seen
+	for _, x := range p.idx {
+		seen[x>>6] |= 1 << (x & 63)
+	}
+	for w, word := range seen {
+		for word != 0 {
+			fn(p.dict.value(w*64 + bits.TrailingZeros64(word)))
+			word &= word - 1
+		}
+	}
 }
 
 // pageVals are decoded values: fixed-width in fixed, or byte arrays as
@@ -145,6 +189,7 @@ type prover struct {
 	dictHdr            format.PageHeader
 	dictHdrLen         int64
 	page               ProvedPage
+	seen               []uint64
 	leaf               *leafShape
 	leafIdx, nv        int
 	rowGroup, pageNum  int
@@ -152,8 +197,9 @@ type prover struct {
 }
 
 // Prove decodes every data page of the file (size bytes read through r,
-// whose footer meta passed CheckFooter) and calls visit with each; a
-// visit error stops the proof and is returned as is. It checks that each
+// whose footer meta passed CheckFooter) and calls visit with each, from
+// opts.Workers goroutines (one chunk's pages in order, from one of
+// them); a visit error stops the proof and is returned as is. It checks that each
 // chunk's pages hold the values its footer declares and as many rows as
 // its row group, and that the row groups add up to the file's rows,
 // which it returns. Errors of the file itself are *ProveError values.
@@ -166,14 +212,6 @@ func Prove(ctx context.Context, r io.ReaderAt, size int64, meta *format.FileMeta
 	if err != nil {
 		return 0, err
 	}
-	p := &prover{ctx: ctx, r: r, size: size, meta: meta, budget: opts.Budget, visit: visit}
-	if p.budget == nil {
-		p.budget = defaultBudget
-	}
-	defer func() {
-		p.budget.release(p.held)
-		p.z.Close()
-	}()
 	var total int64
 	for i := range meta.RowGroups {
 		rg := &meta.RowGroups[i]
@@ -183,21 +221,70 @@ func Prove(ctx context.Context, r io.ReaderAt, size int64, meta *format.FileMeta
 		if rg.NumRows < 0 || total+rg.NumRows < total {
 			return 0, fmt.Errorf("%w: row group %d says %d rows", ErrCorrupt, i, rg.NumRows)
 		}
-		for j := range rg.Columns {
-			p.leaf, p.leafIdx, p.rowGroup = &leaves[j], j, i
-			if err := p.chunk(j, &rg.Columns[j]); err != nil {
-				return 0, err
-			}
-			if p.chunkRows != rg.NumRows {
-				return 0, p.chunkErr(&rg.Columns[j], fmt.Errorf("%w: its pages hold %d rows, the footer says %d", ErrCorrupt, p.chunkRows, rg.NumRows))
-			}
-		}
 		total += rg.NumRows
 	}
 	if total != meta.NumRows {
 		return 0, fmt.Errorf("%w: the row groups hold %d rows, the footer says %d", ErrCorrupt, total, meta.NumRows)
 	}
-	return total, nil
+	budget := opts.Budget
+	if budget == nil {
+		budget = defaultBudget
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(leaves)*len(meta.RowGroups)))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			p := &prover{ctx: ctx, r: r, size: size, meta: meta, budget: budget, visit: visit}
+			defer func() {
+				p.budget.release(p.held)
+				p.z.Close()
+			}()
+			if errs[w] = p.chunks(leaves, &next); errs[w] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs { // the first column's error, not a cancellation it caused
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return 0, err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return total, ctx.Err()
+}
+
+// chunks proves chunks taken in turn from next (row group by row group,
+// column by column) until none are left.
+func (p *prover) chunks(leaves []leafShape, next *atomic.Int64) error {
+	n := int64(len(p.meta.RowGroups) * len(leaves))
+	for k := next.Add(1) - 1; k < n; k = next.Add(1) - 1 {
+		if err := p.ctx.Err(); err != nil {
+			return err
+		}
+		i, j := int(k)/len(leaves), int(k)%len(leaves)
+		rg := &p.meta.RowGroups[i]
+		p.leaf, p.leafIdx, p.rowGroup = &leaves[j], j, i
+		if err := p.chunk(j, &rg.Columns[j]); err != nil {
+			return err
+		}
+		if p.chunkRows != rg.NumRows {
+			return p.chunkErr(&rg.Columns[j], fmt.Errorf("%w: its pages hold %d rows, the footer says %d", ErrCorrupt, p.chunkRows, rg.NumRows))
+		}
+	}
+	return nil
 }
 
 // leafShapes returns each column's decoding shape.
@@ -623,7 +710,7 @@ func (p *prover) splitV2(codec format.CompressionCodec, h *format.PageHeader, n 
 // column has none) into the page.
 func (p *prover) levels(rep, def []byte, n int) error {
 	l := p.leaf
-	p.page = ProvedPage{RowGroup: p.rowGroup, Leaf: p.leafIdx, Node: l.node, MaxDef: l.maxDef}
+	p.page = ProvedPage{RowGroup: p.rowGroup, Leaf: p.leafIdx, Node: l.node, MaxDef: l.maxDef, seen: &p.seen}
 	p.nv = n
 	if l.maxRep > 0 {
 		lv, err := decodeHybrid(p.rep[:0], rep, levelWidth(l.maxRep), n)

@@ -1,11 +1,13 @@
 package writeback
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/parquet-go/parquet-go/format"
 
@@ -43,13 +45,19 @@ func (c *Committer) proveFile(ctx context.Context, pq *pqFile, sc *schemaCheck, 
 	for i := range pr.byGroup {
 		pr.byGroup[i] = make([]leafAgg, len(sc.leaves))
 	}
-	var refusal error
+	var refusalMu sync.Mutex
+	var refusal error // guarded by refusalMu: the visitor runs on several columns at once
 	visit := func(p *pqfile.ProvedPage) error {
 		for _, nn := range nonNull[p.Leaf] {
 			for _, d := range p.Def {
 				if nn.nullAt(int(d)) {
-					refusal = invalidf("%s: column %s is not nullable in the table but holds nulls (row group %d)%s", display, nn.path, p.RowGroup, nn.why)
-					return refusal
+					err := invalidf("%s: column %s is not nullable in the table but holds nulls (row group %d)%s", display, nn.path, p.RowGroup, nn.why)
+					refusalMu.Lock()
+					if refusal == nil {
+						refusal = err
+					}
+					refusalMu.Unlock()
+					return err
 				}
 			}
 		}
@@ -59,6 +67,8 @@ func (c *Committer) proveFile(ctx context.Context, pq *pqFile, sc *schemaCheck, 
 		return nil
 	}
 	rows, err := pqfile.Prove(ctx, pq.f, pq.size, pq.meta, pqfile.ProveOptions{Budget: c.budget}, visit)
+	refusalMu.Lock()
+	defer refusalMu.Unlock()
 	if refusal != nil {
 		return nil, refusal
 	}
@@ -94,10 +104,100 @@ func (a *leafAgg) addPage(l statLeaf, p *pqfile.ProvedPage) {
 	if !minMaxEligible(l) {
 		return
 	}
-	isFloat := l.node.Element.Type.V == format.Float || l.node.Element.Type.V == format.Double
-	for i := range p.Len() {
-		a.add(l, isFloat, p.Value(i))
+	t := l.node.Element.Type.V
+	if raw, w, ok := p.Fixed(); ok && (t == format.Int32 || t == format.Int64) && len(raw) > 0 {
+		a.addInts(l, raw, w)
+		return
 	}
+	isFloat := t == format.Float || t == format.Double
+	if raw, w, ok := p.Fixed(); ok && isFloat && len(raw) > 0 {
+		a.addFloats(l, raw, w)
+		return
+	}
+	if _, dec := l.typ.(delta.DecimalType); t == format.ByteArray && !dec {
+		// bytes.Compare is compareBound's order here: bound the page with
+		// its own values (they live as long as the page), copy two.
+		var lo, hi []byte
+		p.Distinct(func(b []byte) {
+			if lo == nil || bytes.Compare(b, lo) < 0 {
+				lo = b
+			}
+			if hi == nil || bytes.Compare(b, hi) > 0 {
+				hi = b
+			}
+		})
+		if lo != nil {
+			a.add(l, false, lo)
+			a.add(l, false, hi)
+		}
+		return
+	}
+	p.Distinct(func(b []byte) { a.add(l, isFloat, b) })
+}
+
+// addFloats folds plain little-endian floats (w 4) or doubles (w 8) in
+// one typed pass: NaN noted and left out, a zero min -0.0 and a zero max
+// +0.0 when the page holds them (add's rules).
+func (a *leafAgg) addFloats(l statLeaf, raw []byte, w int) {
+	at := func(i int) float64 {
+		if w == 4 {
+			return float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[i:])))
+		}
+		return math.Float64frombits(binary.LittleEndian.Uint64(raw[i:]))
+	}
+	lo, hi, any := 0.0, 0.0, false
+	for i := 0; i < len(raw); i += w {
+		v := at(i)
+		switch {
+		case v != v:
+			a.nan = true
+		case !any:
+			lo, hi, any = v, v, true
+		default:
+			if v < lo || (v == lo && math.Signbit(v) && !math.Signbit(lo)) {
+				lo = v
+			}
+			if v > hi || (v == hi && !math.Signbit(v) && math.Signbit(hi)) {
+				hi = v
+			}
+		}
+	}
+	if !any {
+		return
+	}
+	put := func(v float64) []byte {
+		if w == 4 {
+			return binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v)))
+		}
+		return binary.LittleEndian.AppendUint64(nil, math.Float64bits(v))
+	}
+	a.add(l, true, put(lo))
+	a.add(l, true, put(hi))
+}
+
+// addInts folds plain little-endian signed integers of width 4 or 8
+// (compareBound's order for INT32 and INT64, decimals included) in one
+// typed pass.
+func (a *leafAgg) addInts(l statLeaf, raw []byte, w int) {
+	lo, hi := intAt(raw, w, 0), intAt(raw, w, 0)
+	for i := w; i < len(raw); i += w {
+		v := intAt(raw, w, i)
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	var b [8]byte
+	put := func(v int64) []byte {
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		return b[:w]
+	}
+	a.add(l, false, put(lo))
+	a.add(l, false, put(hi))
+}
+
+func intAt(raw []byte, w, i int) int64 {
+	if w == 4 {
+		return int64(int32(binary.LittleEndian.Uint32(raw[i:])))
+	}
+	return int64(binary.LittleEndian.Uint64(raw[i:]))
 }
 
 func (a *leafAgg) add(l statLeaf, isFloat bool, b []byte) {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +69,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if keep := os.Getenv("VALIDATEBENCH_KEEP"); keep != "" {
+		dir = keep
+		os.MkdirAll(dir, 0o755)
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	table := filepath.Join(dir, "table")
 	file := filepath.Join(dir, "in.parquet")
 	if err := writeTable(table); err != nil {
@@ -151,7 +157,7 @@ func writeFile(path string, size int64) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	w := parquet.NewGenericWriter[row](f, parquet.Compression(&parquet.Snappy))
+	w := parquet.NewGenericWriter[row](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(1<<20))
 	r := rand.New(rand.NewPCG(1, 2))
 	cats := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"}
 	buf := make([]row, 4096)
@@ -180,6 +186,11 @@ func writeFile(path string, size int64) (int64, error) {
 		if _, err := w.Write(buf); err != nil {
 			return 0, err
 		}
+		if n%(1<<20) == 0 { // a row group was flushed: the file grew
+			if err := w.Flush(); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return n, w.Close()
 }
@@ -192,11 +203,19 @@ func validate(table, file string) {
 		fmt.Println(err)
 		os.Exit(1)
 	}
+	if prof := os.Getenv("VALIDATEBENCH_CPUPROFILE"); prof != "" {
+		f, err := os.Create(prof)
+		if err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	c := writeback.New(delta.Open(st, delta.Options{}), writeback.Options{})
 	if err := c.Validate(ctx, writeback.File{LocalPath: file, Name: "in.parquet"}); err != nil {
 		fmt.Println(err)
 		os.Exit(1)
 	}
+	pprof.StopCPUProfile()
 	b, _ := os.ReadFile("/proc/self/status")
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
