@@ -82,7 +82,12 @@ func (d *TableDir) Ino() uint64 { return stableIno(kindTable, d.name, 0, "") }
 // the directory shows changed (a new version, or the table became
 // refused or readable). A failure after a success keeps the last good
 // version (storage may be briefly unreachable) and is returned; a failure
-// before any success refuses the table, with the error as the reason.
+// before any success refuses the table, with the error as the reason, and
+// so does a log that cannot be read for what it holds (a corrupt or
+// hostile commit or checkpoint, an unsupported feature) whenever it
+// appears: the same rule at mount time and later (issue 20). Only this
+// table is refused; its older @vN stay readable where they do not
+// depend on the damage.
 func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
 	snap, err := d.table.Latest(ctx)
 	d.mu.Lock()
@@ -91,12 +96,12 @@ func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
 		if cancelled(err) {
 			return false, err
 		}
-		if d.latest != nil {
+		if d.latest != nil && !poisoned(err) {
 			d.stale = err
 			return false, err
 		}
-		changed = d.refused == nil || d.refused.Error() != err.Error()
-		d.refused = err
+		changed = d.latest != nil || d.refused == nil || d.refused.Error() != err.Error()
+		d.latest, d.refused, d.stale = nil, err, nil
 		return changed, err
 	}
 	if d.latest != nil && snap.Version() < d.latest.Version() {
@@ -107,6 +112,12 @@ func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
 	changed = d.latest == nil || d.latest.Version() != snap.Version()
 	d.latest, d.refused, d.stale = snap, nil, nil
 	return changed, nil
+}
+
+// poisoned reports whether err says the log itself cannot be read, as
+// opposed to storage failing to answer.
+func poisoned(err error) bool {
+	return errors.Is(err, delta.ErrCorruptLog) || errors.Is(err, delta.ErrUnsupportedFeature)
 }
 
 // Err returns why the table is refused, or nil.
