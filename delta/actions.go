@@ -186,6 +186,9 @@ func ParseActions(data []byte, fn func(*Action) error) error {
 		} else {
 			l, data = data, nil
 		}
+		if len(l) > MaxLogLineBytes {
+			return corruptf("line %d is %d bytes, over the limit of %d bytes a log line", line, len(l), MaxLogLineBytes)
+		}
 		l = bytes.TrimSpace(l)
 		if len(l) == 0 {
 			continue

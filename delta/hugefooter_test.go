@@ -2,8 +2,11 @@ package delta
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -50,5 +53,32 @@ func TestDeepSchemaCheckpointRefused(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
 		t.Errorf("refusing a %d-byte file allocated %d bytes", len(file), got)
+	}
+}
+
+// A commit line over MaxLogLineBytes and a log file over MaxLogFileBytes
+// are refused as a corrupt log naming the limit, before the JSON decoder
+// sees them (issue 20: a 300 MB line was read whole).
+func TestLogSizeLimits(t *testing.T) {
+	defer func(l int, f int64) { MaxLogLineBytes, MaxLogFileBytes = l, f }(MaxLogLineBytes, MaxLogFileBytes)
+	MaxLogLineBytes = 1 << 10
+	line := []byte(`{"commitInfo":{"x":"` + strings.Repeat("a", 2<<10) + `"}}` + "\n")
+	if err := ParseActions(line, func(*Action) error { return nil }); !errors.Is(err, ErrCorruptLog) || !strings.Contains(err.Error(), "over the limit of 1024 bytes a log line") {
+		t.Errorf("a long line: %v", err)
+	}
+	MaxLogFileBytes = 100
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), line, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := dirStore{dir}
+	_, err := readSized(context.Background(), st, "_delta_log/00000000000000000000.json", 0)
+	if !errors.Is(err, ErrCorruptLog) || !strings.Contains(err.Error(), "over the limit of 100 bytes a log file") {
+		t.Errorf("a large file, size unknown: %v", err)
+	}
+	_, err = readSized(context.Background(), st, "_delta_log/00000000000000000000.json", int64(len(line)))
+	if !errors.Is(err, ErrCorruptLog) {
+		t.Errorf("a large file, size listed: %v", err)
 	}
 }

@@ -131,13 +131,38 @@ func ReadAll(ctx context.Context, s Storage, key string) ([]byte, error) {
 	return io.ReadAll(rc)
 }
 
+// Limits on log files deltafs reads (issue 20), checked before a file or
+// a line is decoded; a file over one is a corrupt log (ErrCorruptLog)
+// naming the limit. A hostile 300 MB commit line was read whole (680 MB
+// of memory).
+var (
+	// MaxLogFileBytes bounds a commit, a JSON or Parquet checkpoint part,
+	// or a sidecar read whole: 1 GiB (a 1,000,000-file checkpoint part
+	// is about 100 MB).
+	MaxLogFileBytes int64 = 1 << 30
+	// MaxLogLineBytes bounds one action line of a JSON log file: 64 MiB
+	// (an add with statistics is a few kilobytes).
+	MaxLogLineBytes = 64 << 20
+)
+
 // readSized reads a whole log object whose size a listing reported, and
 // fails, wrapping io.ErrUnexpectedEOF, when the storage returns another
 // number of bytes: a body cut short without an error must not pass for a
 // shorter commit or checkpoint. The failure is transient (not
 // ErrCorruptLog). size <= 0 (unknown) skips the check.
 func readSized(ctx context.Context, s Storage, key string, size int64) ([]byte, error) {
-	data, err := ReadAll(ctx, s, key)
+	if size > MaxLogFileBytes {
+		return nil, corruptf("%s is %d bytes, over the limit of %d bytes a log file", key, size, MaxLogFileBytes)
+	}
+	rc, err := s.ReadRange(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, MaxLogFileBytes+1))
+	if err == nil && int64(len(data)) > MaxLogFileBytes {
+		return nil, corruptf("%s is over the limit of %d bytes a log file", key, MaxLogFileBytes)
+	}
 	if err == nil && size > 0 && int64(len(data)) != size {
 		err = fmt.Errorf("read %s: got %d bytes, the listing says %d: %w", key, len(data), size, io.ErrUnexpectedEOF)
 	}

@@ -48,10 +48,25 @@ func (e *Env) metaErrno(op string, err error, attrs ...any) syscall.Errno {
 		e.observe(op, syscall.EOPNOTSUPP, false)
 		return syscall.EOPNOTSUPP
 	default:
-		e.logFailure(op, err, attrs)
-		e.observe(op, syscall.EIO, false)
-		return syscall.EIO
+		return e.failErrno(op, err, attrs)
 	}
+}
+
+// failErrno logs a failure and answers EIO, or EMFILE / ENFILE when the
+// process or the system ran out of file descriptors (issue 20: at the fd
+// limit opens failed with EIO, which says the data is bad), so that the
+// caller sees a limit it can raise.
+func (e *Env) failErrno(op string, err error, attrs []any) syscall.Errno {
+	errno := syscall.EIO
+	switch {
+	case errors.Is(err, syscall.EMFILE):
+		errno = syscall.EMFILE
+	case errors.Is(err, syscall.ENFILE):
+		errno = syscall.ENFILE
+	}
+	e.logFailure(op, err, attrs)
+	e.observe(op, errno, false)
+	return errno
 }
 
 // dataErrno maps an error from serving a data file's bytes and logs it.
@@ -62,9 +77,7 @@ func (e *Env) dataErrno(op string, err error, attrs ...any) syscall.Errno {
 	case cancelled(err):
 		return syscall.EINTR
 	default:
-		e.logFailure(op, err, attrs)
-		e.observe(op, syscall.EIO, false)
-		return syscall.EIO
+		return e.failErrno(op, err, attrs)
 	}
 }
 

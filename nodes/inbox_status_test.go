@@ -1,7 +1,11 @@
 package nodes
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,5 +41,26 @@ func TestStatusLogCapsErrors(t *testing.T) {
 	got := string(l.jsonl())
 	if len(got) > statusErrorMax+200 || !strings.Contains(got, "bytes cut)") || strings.ContainsRune(got, '\uFFFD') {
 		t.Errorf("status line of %d bytes: want at most about %d, cut at a rune, saying so", len(got), statusErrorMax)
+	}
+}
+
+// Out of file descriptors is EMFILE / ENFILE, not EIO (issue 20): the
+// caller learns which limit to raise.
+func TestFdLimitErrnos(t *testing.T) {
+	env := NewEnv(Options{})
+	for _, c := range []struct {
+		err  error
+		want syscall.Errno
+	}{
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EMFILE}, syscall.EMFILE},
+		{fmt.Errorf("open data file: %w", &os.PathError{Op: "open", Path: "x", Err: syscall.ENFILE}), syscall.ENFILE},
+		{errors.New("bad bytes"), syscall.EIO},
+	} {
+		if got := env.dataErrno("open", c.err); got != c.want {
+			t.Errorf("dataErrno(%v) = %v, want %v", c.err, got, c.want)
+		}
+		if got := env.metaErrno("lookup", c.err); got != c.want {
+			t.Errorf("metaErrno(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // FuzzThriftWalk feeds arbitrary bytes to the compact-protocol walker and the statistics editor
-// as a footer. Nothing may panic; errors are ErrCorrupt; when stripping succeeds, its output
+// as a footer, and to the footer limits (limits.go). Nothing may panic; errors are ErrCorrupt
+// (or ErrLimit for the limits); when stripping succeeds, its output
 // walks again, ends where it should, and the edited chunks lack what was stripped.
 func FuzzThriftWalk(f *testing.F) {
 	f.Add(rawFooter(f, ncFile(f)))
@@ -22,6 +23,11 @@ func FuzzThriftWalk(f *testing.F) {
 		_, _, err := thriftBuf(b).walkStruct(0, 0, nil)
 		if err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("walk error %v is not ErrCorrupt", err)
+		}
+		if lerr := checkLimits(b, DefaultLimits); lerr != nil && !errors.Is(lerr, ErrCorrupt) && !errors.Is(lerr, ErrLimit) {
+			t.Fatalf("limits error %v is neither ErrCorrupt nor ErrLimit", lerr)
+		} else if err != nil && lerr == nil {
+			t.Fatalf("the limits walk accepted what the walker refuses: %v", err)
 		}
 		for _, e := range []statsEdit{dropNullCount, dropStats} {
 			edits := [][]statsEdit{{e, e, e, e}, nil, {keepStats, e}}
