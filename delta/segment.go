@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -278,13 +279,20 @@ func (l *logListing) segment(v int64, bad map[int64]bool) (*LogSegment, error) {
 		return nil, &VersionNotFoundError{Version: v, Latest: l.latestVersion()}
 	}
 	seg := &LogSegment{Version: v, CheckpointVersion: -1}
-	for cv := v; cv >= l.from; cv-- {
-		if bad[cv] {
-			continue
+	// The newest complete checkpoint at or before v that is not marked
+	// bad: the listing's checkpoint versions are walked newest first, not
+	// every version down to one.
+	cvs := make([]int64, 0, len(l.checkpt))
+	for cv := range l.checkpt {
+		if cv <= v && cv >= l.from && !bad[cv] {
+			cvs = append(cvs, cv)
 		}
-		if cp := l.completeCheckpoint(cv); len(cp) > 0 {
-			seg.CheckpointVersion, seg.Checkpoint = cv, cp
-			seg.CheckpointCommit, _ = l.commits.get(cv)
+	}
+	slices.Sort(cvs)
+	for i := len(cvs) - 1; i >= 0; i-- {
+		if cp := l.completeCheckpoint(cvs[i]); len(cp) > 0 {
+			seg.CheckpointVersion, seg.Checkpoint = cvs[i], cp
+			seg.CheckpointCommit, _ = l.commits.get(cvs[i])
 			break
 		}
 	}

@@ -166,3 +166,23 @@ func TestBudgetLRUSharedCharges(t *testing.T) {
 		t.Fatalf("an entry whose base is not cached was charged less than its cost (usage %d)", used)
 	}
 }
+
+// BenchmarkSegmentFarFromCheckpoint plans the segment of a version 10,000
+// commits after the nearest checkpoint (version 0 has none either), in a
+// listing of 20,000 commits with one checkpoint at the end.
+func BenchmarkSegmentFarFromCheckpoint(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "t")
+	if _, err := scalegen.Generate(scalegen.Spec{Dir: dir, Commits: 20000, FilesPerCommit: 1}); err != nil {
+		b.Fatal(err)
+	}
+	l, err := listLog(context.Background(), dirStore{dir}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if seg, err := l.segment(10000, nil); err != nil || seg.CheckpointVersion != -1 || len(seg.Commits) != 10001 {
+			b.Fatal(err)
+		}
+	}
+}
