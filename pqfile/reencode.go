@@ -109,13 +109,16 @@ func checkEncoded(data []byte, src *format.RowGroup, wantRows int64) (*encodedGr
 }
 
 // reencodable reports whether parquet-go v0.32.0 decodes and encodes codec faithfully. LZ4_RAW
-// is excluded: its reader can keep a stale page buffer when the codec reallocates on decompression
-// (parquet-go issue #608), which would serve wrong values; LZ4 (Hadoop framing), LZO and unknown
+// is, with its codec replaced (lz4fix.go: its reader kept a stale page buffer when the codec
+// reallocated on decompression, parquet-go issue #608); LZ4 (Hadoop framing), LZO and unknown
 // codecs it does not support at all.
 func reencodable(codec format.CompressionCodec) bool {
 	switch codec {
 	case format.Uncompressed, format.Snappy, format.Gzip, format.Brotli, format.Zstd:
 		return true
+	case format.Lz4Raw:
+		_, fixed := parquet.LookupCompressionCodec(codec).(*lz4RawCodec)
+		return fixed
 	}
 	return false
 }
