@@ -104,7 +104,7 @@ type plAck struct {
 
 type plStats struct {
 	appends, acked, failed, losses, versions, checkpoints, verifiedVersions int
-	lostAcked, landedUnacked                                                int
+	landedUnacked                                                           int
 }
 
 // table and staging are on powerfs: the inbox stages files on the table's
