@@ -280,20 +280,39 @@ func (l *logListing) segment(v int64, bad map[int64]bool) (*LogSegment, error) {
 	}
 	seg := &LogSegment{Version: v, CheckpointVersion: -1}
 	// The newest complete checkpoint at or before v that is not marked
-	// bad: the listing's checkpoint versions are walked newest first, not
-	// every version down to one.
-	cvs := make([]int64, 0, len(l.checkpt))
-	for cv := range l.checkpt {
-		if cv <= v && cv >= l.from && !bad[cv] {
-			cvs = append(cvs, cv)
+	// bad, found by whichever is shorter: walking the versions down from v
+	// (a table checkpointing every few commits) or the listing's
+	// checkpoint versions (a long log with few checkpoints). Versions
+	// without checkpoint files cost a map lookup, never an allocation.
+	try := func(cv int64) bool {
+		if bad[cv] || len(l.checkpt[cv]) == 0 {
+			return false
 		}
+		if cp := l.completeCheckpoint(cv); len(cp) > 0 {
+			seg.CheckpointVersion, seg.Checkpoint = cv, cp
+			seg.CheckpointCommit, _ = l.commits.get(cv)
+			return true
+		}
+		return false
 	}
-	slices.Sort(cvs)
-	for i := len(cvs) - 1; i >= 0; i-- {
-		if cp := l.completeCheckpoint(cvs[i]); len(cp) > 0 {
-			seg.CheckpointVersion, seg.Checkpoint = cvs[i], cp
-			seg.CheckpointCommit, _ = l.commits.get(cvs[i])
-			break
+	if int64(len(l.checkpt)) < v-l.from+1 {
+		cvs := make([]int64, 0, len(l.checkpt))
+		for cv := range l.checkpt {
+			if cv <= v && cv >= l.from {
+				cvs = append(cvs, cv)
+			}
+		}
+		slices.Sort(cvs)
+		for i := len(cvs) - 1; i >= 0; i-- {
+			if try(cvs[i]) {
+				break
+			}
+		}
+	} else {
+		for cv := v; cv >= l.from; cv-- {
+			if try(cv) {
+				break
+			}
 		}
 	}
 	start := seg.CheckpointVersion + 1
