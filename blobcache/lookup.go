@@ -45,3 +45,19 @@ func (c *Cache) Lookup(key string) (*DiskFile, bool) {
 // descriptor on (kernel passthrough). It holds exactly Size bytes for a
 // Derived file; it is valid until Close.
 func (f *DiskFile) File() *os.File { return f.f }
+
+// FileIdentity is what changes when a file on disk is replaced or edited
+// (its inode, size and ctime): a caller that checked a file's bytes may
+// trust them while its identity stays the same, as DerivedChecked does.
+type FileIdentity struct{ id fileIdentity }
+
+// Identity returns the identity of the file as it is on disk now; false
+// when the platform gives none (the file must then be checked each time).
+func (f *DiskFile) Identity() (FileIdentity, bool) {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return FileIdentity{}, false
+	}
+	id, ok := identityOf(fi)
+	return FileIdentity{id}, ok
+}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
-	"golang.org/x/sys/unix"
 )
 
 // A rewritten file (deleted rows removed, columns reshaped or renamed) is
@@ -54,33 +53,18 @@ type copyState struct {
 	opens *lru.Cache[string, int] // copy key -> opens seen; bounded
 
 	mu       sync.Mutex
-	busy     map[string]bool         // guarded by mu: copy keys being built or checked
-	verified map[string]fileIdentity // guarded by mu: copies known good, by identity
-	sem      chan struct{}           // one copy built or checked at a time
-}
-
-// fileIdentity is what changes when a file on disk is replaced or edited.
-type fileIdentity struct {
-	dev, ino uint64
-	size     int64
-	ctime    time.Time
+	busy     map[string]bool                   // guarded by mu: copy keys being built or checked
+	verified map[string]blobcache.FileIdentity // guarded by mu: copies known good, by identity
+	sem      chan struct{}                     // one copy built or checked at a time
 }
 
 func newCopyState() *copyState {
 	opens, _ := lru.New[string, int](64 << 10)
-	return &copyState{opens: opens, busy: map[string]bool{}, verified: map[string]fileIdentity{}, sem: make(chan struct{}, 1)}
-}
-
-func identityOf(f *os.File) (fileIdentity, bool) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return fileIdentity{}, false
-	}
-	return fileIdentity{dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size, ctime: time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec))}, true
+	return &copyState{opens: opens, busy: map[string]bool{}, verified: map[string]blobcache.FileIdentity{}, sem: make(chan struct{}, 1)}
 }
 
 // trust records a copy known good.
-func (s *copyState) trust(dataKey string, id fileIdentity) {
+func (s *copyState) trust(dataKey string, id blobcache.FileIdentity) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.verified) >= maxTrusted {
@@ -131,7 +115,7 @@ func (t *Table) openCopy(snap *delta.Snapshot, f *delta.LiveFile, key string, si
 	dataKey, _ := copyKeys(key)
 	df, ok := t.cache.Lookup(dataKey)
 	if ok {
-		id, idOK := identityOf(df.File())
+		id, idOK := df.Identity()
 		copies.mu.Lock()
 		good := idOK && copies.verified[dataKey] == id
 		copies.mu.Unlock()
@@ -221,7 +205,7 @@ func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 		return
 	}
 	sf.Close()
-	if id, ok := identityOf(df.File()); ok {
+	if id, ok := df.Identity(); ok {
 		copies.trust(dataKey, id)
 	}
 	t.log.Debug("deltafs: materialized copy built", "table", t.name, "file", f.Key, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
@@ -242,7 +226,7 @@ func (t *Table) checkCopy(ctx context.Context, key string, size int64) {
 func (t *Table) checkCopyFile(ctx context.Context, key string, df *blobcache.DiskFile, size int64) {
 	dataKey, sumKey := copyKeys(key)
 	err := func() error {
-		id, ok := identityOf(df.File())
+		id, ok := df.Identity()
 		if !ok {
 			return fmt.Errorf("cannot stat it")
 		}
