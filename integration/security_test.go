@@ -237,6 +237,101 @@ func TestPermissions(t *testing.T) {
 	})
 }
 
+// TestAllowOtherMirrorsSource mounts local tables for other users
+// (allow_other, no --uid or --gid): each entry shows its source's owner,
+// group and mode (write bits cleared; inbox/ takes _delta_log's), and the
+// kernel lets each user do exactly what that user could do on the source
+// (issue 20 item 4). Before, every user listed every table, read a 0700
+// table, a 0600 data file and root's staged temporary.
+func TestAllowOtherMirrorsSource(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Skip(t, "needs root to run commands as other users")
+	}
+	const alice, bob, staff = 4100, 4300, 4200
+	open := testenv.CopyFixture(t, fixtureAppend)
+	private := testenv.CopyFixture(t, fixtureAppend)
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// alice owns open's log (she may append); one data file is root's
+	// alone, another is staff's group.
+	log := filepath.Join(open, "_delta_log")
+	if err := os.Chown(log, alice, staff); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(log, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	mnt := mountFS(t, mount.Config{AllowOther: true, Sources: []mount.Source{{Name: "open", URL: open}, {Name: "private", URL: private}}})
+	openPath(t, mnt)
+	v1 := filepath.Join(mnt, "open", "@v1")
+	ents, err := os.ReadDir(v1)
+	if err != nil || len(ents) < 2 {
+		t.Fatalf("@v1: %v, %d entries; want 2 data files", err, len(ents))
+	}
+	secret, shared := filepath.Join(v1, ents[0].Name()), filepath.Join(v1, ents[1].Name())
+	if err := os.Chmod(filepath.Join(open, ents[0].Name()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(open, ents[1].Name()), 0, staff); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(open, ents[1].Name()), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	checkMode(t, filepath.Join(mnt, "private"), 0o500, 0, 0)
+	checkMode(t, filepath.Join(mnt, "open", "@v1"), 0o555, 0, 0)
+	checkMode(t, filepath.Join(mnt, "open", "inbox"), 0o750, alice, staff)
+	checkMode(t, secret, 0o400, 0, 0)
+	checkMode(t, shared, 0o440, 0, staff)
+
+	// root stages a temporary: it is root's alone.
+	staged := filepath.Join(mnt, "open", "inbox", "_root.tmp")
+	if err := os.WriteFile(staged, []byte("root's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkMode(t, staged, 0o600, 0, 0)
+	aliceFile := filepath.Join(mnt, "open", "inbox", "_alice.tmp")
+	for _, c := range []struct {
+		what    string
+		uid     uint32
+		gid     uint32
+		argv    []string
+		allowed bool
+	}{
+		{"bob lists the private table", bob, bob, []string{"ls", filepath.Join(mnt, "private")}, false},
+		{"bob lists private's @v1", bob, bob, []string{"ls", filepath.Join(mnt, "private", "@v1")}, false},
+		{"bob lists open's @v1", bob, bob, []string{"ls", v1}, true},
+		{"bob reads root's 0600 file", bob, bob, []string{"cat", secret}, false},
+		{"bob reads staff's 0640 file", bob, bob, []string{"cat", shared}, false},
+		{"a staff member reads staff's 0640 file", bob, staff, []string{"cat", shared}, true},
+		{"bob reads root's staged temporary", bob, bob, []string{"cat", staged}, false},
+		{"alice reads root's staged temporary", alice, staff, []string{"cat", staged}, false},
+		{"bob writes into the inbox", bob, bob, []string{"sh", "-c", "printf x > " + filepath.Join(mnt, "open", "inbox", "_bob.tmp")}, false},
+		{"a staff member writes into the inbox", bob, staff, []string{"sh", "-c", "printf x > " + filepath.Join(mnt, "open", "inbox", "_staff.tmp")}, false},
+		{"alice writes into the inbox", alice, staff, []string{"sh", "-c", "printf x > " + aliceFile}, true},
+		{"alice reads her staged file", alice, staff, []string{"cat", aliceFile}, true},
+		{"a staff member reads alice's staged file", bob, staff, []string{"cat", aliceFile}, false},
+		{"a staff member reads inbox/_status.jsonl", bob, staff, []string{"cat", filepath.Join(mnt, "open", "inbox", "_status.jsonl")}, true},
+	} {
+		err := asUser(c.uid, c.gid, c.argv...)
+		if (err == nil) != c.allowed {
+			t.Errorf("%s: %v, want allowed=%v", c.what, err, c.allowed)
+		} else if err != nil && !strings.Contains(err.Error(), "Permission denied") {
+			t.Errorf("%s: %v, want Permission denied", c.what, err)
+		}
+	}
+	checkMode(t, aliceFile, 0o600, alice, staff)
+
+	// A chmod on the source shows at the table's next refresh.
+	if err := os.Chmod(private, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(10*time.Second, func() bool { return asUser(bob, bob, "ls", filepath.Join(mnt, "private", "@v1")) == nil }) {
+		t.Error("bob still cannot list private's @v1 after chmod 0755 of its source")
+	}
+}
+
 // openPath lets every user traverse the temp dirs above mnt (t.TempDir
 // makes them 0700), so that the mount's own modes decide.
 func openPath(t *testing.T, mnt string) {

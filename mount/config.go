@@ -52,10 +52,14 @@ type Config struct {
 	// reading one file, or parsing Hive directory names differently from
 	// Spark, gets the table's exact values.
 	PartitionColumns bool
-	// UID and GID own every file (0: the caller's).
+	// UID and GID own every file (0: the caller's). With AllowOther, a
+	// local table's entries show their sources' owners, groups and modes
+	// instead (the table directory's, each data file's, _delta_log's for
+	// inbox/), which UID and GID replace only when set.
 	UID, GID uint32
 	// Umask clears permission bits of every mode the mount reports (the
-	// defaults are 0555 directories, 0444 files, 0755/0644 in the inbox);
+	// defaults are 0555 directories, 0444 files, 0755 inbox directories,
+	// 0600 staged files, owned by their writer);
 	// e.g. 0o027 shuts out other users. The kernel checks modes against
 	// the caller (default_permissions), so UID, GID and Umask decide who
 	// may read the tables and who may append through the inbox.

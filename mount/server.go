@@ -54,6 +54,7 @@ const maxRequest = 1 << 20
 // each table has an inbox/ whose files are staged under cfg.CacheDir and
 // appended by a writeback.Committer when closed (see nodes.InboxFile).
 func Mount(ctx context.Context, cfg Config) (*Server, error) {
+	uidSet, gidSet := cfg.UID != 0, cfg.GID != 0 // before withDefaults names the caller
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 	caches := delta.NewCaches(cfg.SnapshotCacheSize)
 	s := &Server{cfg: cfg, cache: cache, caches: caches, stats: newMetrics(cache, caches), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
 	instrumentTables(tables, s.stats, caches)
-	root := s.buildTree(ctx)
+	root := s.buildTree(ctx, uidSet, gidSet)
 	root.EnableStatus(s.mountStatus)
 	if !cfg.ReadOnly {
 		if s.staging, err = s.enableInboxes(); err != nil {
@@ -98,9 +99,12 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 
 // buildTree creates the table directories and reads each table's newest
 // version once (up to refreshWorkers at a time), logging the tables that
-// are refused.
-func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
+// are refused. uidSet and gidSet say whether the user named the owner
+// and group (see mirrorPerms).
+func (s *Server) buildTree(ctx context.Context, uidSet, gidSet bool) *nodes.RootDir {
 	s.env = nodes.NewEnv(nodes.Options{
+		UID:             s.cfg.UID,
+		GID:             s.cfg.GID,
 		Passthrough:     !s.cfg.NoPassthrough,
 		XAttrs:          s.cfg.XAttrs,
 		ShortTimeout:    s.cfg.Refresh,
@@ -112,7 +116,9 @@ func (s *Server) buildTree(ctx context.Context) *nodes.RootDir {
 	})
 	for _, t := range s.tables {
 		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns})
-		s.dirs = append(s.dirs, nodes.NewTableDir(s.env, t.name, t.table, files))
+		d := nodes.NewTableDir(s.env, t.name, t.table, files)
+		s.mirrorPerms(d, files, uidSet, gidSet)
+		s.dirs = append(s.dirs, d)
 	}
 	errs := make([]error, len(s.dirs))
 	forEachBounded(len(s.dirs), refreshWorkers, func(i int) { _, errs[i] = s.dirs[i].Refresh(ctx) })
@@ -167,8 +173,9 @@ func (s *Server) fuseOptions() *fs.Options {
 		MountOptions: mo,
 		EntryTimeout: &short,
 		AttrTimeout:  &short,
-		UID:          s.cfg.UID,
-		GID:          s.cfg.GID,
+		// No UID or GID here: the tree reports every owner itself
+		// (nodes.Options.UID, GID, and the sources' with MirrorPerms),
+		// where go-fuse would replace a mirrored root (0) by the mount's.
 	}
 }
 

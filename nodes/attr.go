@@ -39,11 +39,12 @@ func stableIno(kind, table string, version int64, path string) uint64 {
 	return n
 }
 
-// fillAttr sets the fields every node reports. Permission bits are
-// read-only (r-x for dirs); owner comes from the mount options.
-func fillAttr(a *fuse.Attr, ino uint64, mode uint32, size int64, mtime time.Time) {
+// fillAttr sets the fields every node reports: mode is the file type and
+// permission bits (see access), own the owner.
+func fillAttr(a *fuse.Attr, ino uint64, mode uint32, own fuse.Owner, size int64, mtime time.Time) {
 	a.Ino = ino
 	a.Mode = mode
+	a.Owner = own
 	a.Size = uint64(size)
 	a.Nlink = 1
 	if mode&syscall.S_IFDIR != 0 {
@@ -59,8 +60,4 @@ func fillAttr(a *fuse.Attr, ino uint64, mode uint32, size int64, mtime time.Time
 // no commit of their own, instead of 1970-01-01.
 var started = time.Now()
 
-const (
-	modeDir     = syscall.S_IFDIR | 0o555
-	modeFile    = syscall.S_IFREG | 0o444
-	modeSymlink = syscall.S_IFLNK | 0o777
-)
+const modeSymlink = syscall.S_IFLNK | 0o777

@@ -111,7 +111,13 @@ func (d *DataFile) fill(ctx context.Context, a *fuse.Attr) (time.Duration, sysca
 	if errno != 0 {
 		return 0, errno
 	}
-	fillAttr(a, d.ino(), modeFile, n, time.UnixMilli(d.add.ModificationTime))
+	acc := d.ref.dir.access()
+	if d.ref.dir.perms.perms != nil {
+		if _, f, err := d.live(ctx); err == nil {
+			acc = d.ref.dir.fileAccess(f)
+		}
+	}
+	fillAttr(a, d.ino(), acc.file(), acc.owner, n, time.UnixMilli(d.add.ModificationTime))
 	if !exact {
 		return d.env().Opts.ShortTimeout, 0
 	}

@@ -64,6 +64,9 @@ type Files interface {
 
 // Options are the mount-wide settings of the tree.
 type Options struct {
+	// UID and GID own the entries that show no source's owner (see
+	// TableDir.MirrorPerms).
+	UID, GID uint32
 	// Passthrough lets files whose Content has a local File be served by
 	// kernel FUSE passthrough when the kernel accepts it.
 	Passthrough bool

@@ -57,7 +57,8 @@ func (h *HistoryFile) fill(ctx context.Context, a *fuse.Attr) syscall.Errno {
 		}
 		n = 0
 	}
-	fillAttr(a, h.ino(), modeFile, n, snapTime(latest))
+	acc := h.dir.access()
+	fillAttr(a, h.ino(), acc.file(), acc.owner, n, snapTime(latest))
 	return 0
 }
 

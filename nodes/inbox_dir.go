@@ -85,13 +85,16 @@ func (d *InboxDir) relPath() string {
 	return d.Path(root)
 }
 
-// fill reports a directory writable (0755) only while the table is.
+// fill reports a directory writable only while the table is: 0755 and
+// the mount's owner, or _delta_log's owner and mode when the table
+// mirrors its source (TableDir.MirrorPerms).
 func (d *InboxDir) fill(ctx context.Context, a *fuse.Attr) {
-	mode := uint32(syscall.S_IFDIR | 0o755)
+	acc := d.in.dir.inboxAccess()
+	mode := syscall.S_IFDIR | acc.perm&0o777
 	if errors.Is(d.in.writable(ctx), ErrNotWritable) {
-		mode = modeDir
+		mode = acc.dir()
 	}
-	fillAttr(a, d.ino(), mode, 0, time.Time{})
+	fillAttr(a, d.ino(), mode, acc.owner, 0, time.Time{})
 }
 
 // Getattr reports the directory.
@@ -149,7 +152,8 @@ func (d *InboxDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 // infoChild returns _status.jsonl or _deltafs_error.txt.
 func (d *InboxDir) infoChild(ctx context.Context, name string, out *fuse.EntryOut) *fs.Inode {
 	f := &InboxInfoFile{in: d.in, name: name}
-	fillAttr(&out.Attr, f.ino(), modeFile, int64(len(f.text(ctx))), time.Time{})
+	acc := d.in.dir.inboxAccess()
+	fillAttr(&out.Attr, f.ino(), acc.file(), acc.owner, int64(len(f.text(ctx))), time.Time{})
 	out.SetEntryTimeout(inboxTimeout)
 	out.SetAttrTimeout(inboxTimeout)
 	if ch := d.GetChild(name); ch != nil {
@@ -198,6 +202,9 @@ func (d *InboxDir) Create(ctx context.Context, name string, flags uint32, mode u
 	f, err := newInboxFile(d, name)
 	if err != nil {
 		return nil, nil, 0, d.in.refuse("create", d.relOf(name), err)
+	}
+	if c, ok := fuse.FromContext(ctx); ok {
+		f.owner = c.Owner
 	}
 	if errno := d.in.admit(f, d); errno != 0 {
 		f.discard()

@@ -58,8 +58,9 @@ import (
 type InboxFile struct {
 	fs.Inode
 
-	in   *inbox
-	path string // the staging file
+	in    *inbox
+	path  string     // the staging file
+	owner fuse.Owner // who created it: a staged file is theirs alone (0600)
 
 	mu     sync.Mutex
 	dir    *InboxDir // guarded by mu: where the file is (renames move it)
@@ -174,7 +175,7 @@ func (f *InboxFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.Attr
 	if st, err := os.Stat(f.path); err == nil {
 		size, mtime = st.Size(), st.ModTime()
 	}
-	fillAttr(&out.Attr, f.StableAttr().Ino, syscall.S_IFREG|0o644, size, mtime)
+	fillAttr(&out.Attr, f.StableAttr().Ino, syscall.S_IFREG|0o600, f.owner, size, mtime)
 	out.SetTimeout(inboxTimeout)
 	return 0
 }

@@ -216,7 +216,8 @@ func (f *InboxInfoFile) text(ctx context.Context) []byte {
 
 // Getattr reports a read-only file of the current size.
 func (f *InboxInfoFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillAttr(&out.Attr, f.ino(), modeFile, f.size(ctx), time.Time{})
+	acc := f.in.dir.inboxAccess()
+	fillAttr(&out.Attr, f.ino(), acc.file(), acc.owner, f.size(ctx), time.Time{})
 	out.SetTimeout(inboxTimeout)
 	return 0
 }

@@ -26,7 +26,7 @@ func TestStatusLogNoHTMLEscapes(t *testing.T) {
 // links) carry the mount's start time, not 1970-01-01.
 func TestFillAttrNoZeroTime(t *testing.T) {
 	var a fuse.Attr
-	fillAttr(&a, 1, modeDir, 0, time.Time{})
+	fillAttr(&a, 1, syscall.S_IFDIR|0o555, fuse.Owner{}, 0, time.Time{})
 	if a.Mtime == 0 || a.Ctime == 0 || int64(a.Mtime) != started.Unix() {
 		t.Errorf("mtime %d ctime %d, want the start time %d", a.Mtime, a.Ctime, started.Unix())
 	}

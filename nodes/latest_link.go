@@ -29,7 +29,7 @@ var (
 func (l *LatestLink) ino() uint64 { return stableIno(kindLatest, l.dir.name, 0, "") }
 
 func (l *LatestLink) fill(a *fuse.Attr, latest *delta.Snapshot) {
-	fillAttr(a, l.ino(), modeSymlink, int64(len(versionName(latest.Version()))), latest.Timestamp())
+	fillAttr(a, l.ino(), modeSymlink, l.dir.access().owner, int64(len(versionName(latest.Version()))), latest.Timestamp())
 }
 
 // Readlink returns "@vN".

@@ -35,7 +35,8 @@ func (r *ReasonFile) text() []byte {
 
 // Getattr reports a read-only file of the reason's size.
 func (r *ReasonFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillAttr(&out.Attr, stableIno(kindReason, r.dir.name, 0, ""), modeFile, int64(len(r.text())), time.Time{})
+	acc := r.dir.access()
+	fillAttr(&out.Attr, stableIno(kindReason, r.dir.name, 0, ""), acc.file(), acc.owner, int64(len(r.text())), time.Time{})
 	out.SetTimeout(r.dir.env.Opts.ShortTimeout)
 	return 0
 }

@@ -47,6 +47,7 @@ func (r *RootDir) OnAdd(ctx context.Context) {
 
 // Getattr reports a read-only directory.
 func (r *RootDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillAttr(&out.Attr, 1, modeDir, 0, time.Time{})
+	acc := r.ro.env.mountAccess()
+	fillAttr(&out.Attr, 1, acc.dir(), acc.owner, 0, time.Time{})
 	return 0
 }

@@ -38,7 +38,8 @@ func (d *SnapshotDir) ino() uint64 {
 }
 
 func (d *SnapshotDir) fill(a *fuse.Attr) {
-	fillAttr(a, d.ino(), modeDir, 0, d.ref.mtime)
+	acc := d.ref.dir.access()
+	fillAttr(a, d.ino(), acc.dir(), acc.owner, 0, d.ref.mtime)
 }
 
 // Getattr reports a read-only directory stamped with the commit time.

@@ -55,6 +55,7 @@ type snapRef struct {
 	version int64       // the snapshot's version
 	mtime   time.Time   // the version's commit time, for its directories
 	errs    *dataErrors // the table's record of files that failed to serve
+	dir     *TableDir   // the table's directory: who may use the snapshot's entries
 }
 
 // snapshot returns the snapshot, from the table's cache or rebuilt.

@@ -122,7 +122,8 @@ func (s *StatusFile) content(ctx context.Context) []byte {
 
 // Getattr reports a read-only file of the current size.
 func (s *StatusFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillAttr(&out.Attr, stableIno(kindStatus, "", 0, ""), modeFile, int64(len(s.content(ctx))), time.Time{})
+	acc := s.ro.env.mountAccess()
+	fillAttr(&out.Attr, stableIno(kindStatus, "", 0, ""), acc.file(), acc.owner, int64(len(s.content(ctx))), time.Time{})
 	out.SetTimeout(0)
 	return 0
 }

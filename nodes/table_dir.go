@@ -48,6 +48,7 @@ type TableDir struct {
 	inbox *inbox      // set by EnableInbox before mounting; nil: no inbox/
 	errs  dataErrors  // data files of its snapshots that failed to serve
 	hist  historySize // the size of _history.jsonl, cached
+	perms mirror      // the source's owners and modes, when mirrored (MirrorPerms)
 
 	mu      sync.Mutex
 	latest  *delta.Snapshot // guarded by mu: newest snapshot seen, nil until read
@@ -89,6 +90,7 @@ func (d *TableDir) Ino() uint64 { return stableIno(kindTable, d.name, 0, "") }
 // table is refused; its older @vN stay readable where they do not
 // depend on the damage.
 func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
+	d.perms.refresh()
 	snap, err := d.table.Latest(ctx)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -154,7 +156,8 @@ func (d *TableDir) current(ctx context.Context) (*delta.Snapshot, error) {
 // Getattr reports a directory stamped with the newest commit time.
 func (d *TableDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	snap, _ := d.current(ctx)
-	fillAttr(&out.Attr, d.Ino(), modeDir, 0, snapTime(snap))
+	acc := d.access()
+	fillAttr(&out.Attr, d.Ino(), acc.dir(), acc.owner, 0, snapTime(snap))
 	out.SetTimeout(d.env.Opts.ShortTimeout)
 	return 0
 }
@@ -244,7 +247,7 @@ func (d *TableDir) snapshotChild(ctx context.Context, info delta.VersionInfo, ou
 			return ch
 		}
 	}
-	ref := &snapRef{env: d.env, table: d.table, files: d.files, name: d.name, version: info.Version, mtime: info.ModTime, errs: &d.errs}
+	ref := &snapRef{env: d.env, table: d.table, files: d.files, name: d.name, version: info.Version, mtime: info.ModTime, errs: &d.errs, dir: d}
 	sd := &SnapshotDir{ref: ref}
 	sd.ro = roNode{d.env, &sd.Inode}
 	sd.fill(&out.Attr)
@@ -283,10 +286,10 @@ func (d *TableDir) latestChild(ctx context.Context, latest *delta.Snapshot, out 
 
 // timeChild returns the symlink @<timestamp> -> @vN.
 func (d *TableDir) timeChild(ctx context.Context, name string, v int64, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	l := &TimeLink{target: versionName(v)}
-	l.ro = roNode{d.env, &l.Inode}
 	ino := stableIno(kindTimeLink, d.name, v, name)
-	fillAttr(&out.Attr, ino, modeSymlink, int64(len(l.target)), time.Time{})
+	l := &TimeLink{target: versionName(v), ino: ino, owner: d.access().owner}
+	l.ro = roNode{d.env, &l.Inode}
+	fillAttr(&out.Attr, ino, modeSymlink, l.owner, int64(len(l.target)), time.Time{})
 	// Short: a time in the future (ENOENT now) or past the last commit
 	// may resolve differently once a commit lands.
 	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
@@ -314,7 +317,8 @@ func (d *TableDir) reasonChild(ctx context.Context, out *fuse.EntryOut) (*fs.Ino
 	r := &ReasonFile{dir: d}
 	r.ro = roNode{d.env, &r.Inode}
 	ino := stableIno(kindReason, d.name, 0, "")
-	fillAttr(&out.Attr, ino, modeFile, int64(len(r.text())), time.Time{})
+	acc := d.access()
+	fillAttr(&out.Attr, ino, acc.file(), acc.owner, int64(len(r.text())), time.Time{})
 	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
 	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
 	return d.NewInode(ctx, r, fs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0

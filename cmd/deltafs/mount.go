@@ -91,7 +91,7 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	flags.StringVar(&f.configFile, "config", "", "YAML `FILE` with tables, mountpoint and flags (see above)")
 	flags.BoolVar(&f.readOnly, "read-only", false, "mount read-only (the kernel refuses every write; no inbox/)")
 	flags.BoolVar(&f.singleWriter, "single-writer", false, "allow appends to tables whose object store fails the put-if-absent probe (only safe if this mount is the only writer)")
-	flags.BoolVar(&f.allowOther, "allow-other", false, "let other users access the mount (non-root: needs user_allow_other in /etc/fuse.conf)")
+	flags.BoolVar(&f.allowOther, "allow-other", false, "let other users access the mount; local tables then show their sources' owners and modes, which the kernel enforces (non-root: needs user_allow_other in /etc/fuse.conf)")
 	flags.UintVar(&f.uid, "uid", 0, "`UID` owning every file (default: the caller)")
 	flags.UintVar(&f.gid, "gid", 0, "`GID` of every file (default: the caller's)")
 	flags.Var(checkedString{&f.umask, func(s string) error { _, err := parseUmask(s); return err }},
