@@ -67,8 +67,15 @@ type Options struct {
 	MemoryBytes int64
 	// DiskDir holds derived files; "" disables Derived.
 	DiskDir string
-	// DiskBytes bounds the bytes of derived files not currently open.
+	// DiskBytes bounds the bytes on disk: derived files (open or not,
+	// and those being built) and what Reserve handed out, together. A
+	// build that would pass it fails with ErrDiskFull.
 	DiskBytes int64
+	// Headroom is the part of DiskBytes that derived files never take,
+	// kept for Reserve: however many derived files readers hold open,
+	// a Reserve of up to Headroom bytes (less what is already reserved)
+	// fits. Zero: derived files may take all of DiskBytes.
+	Headroom int64
 	// ReadAhead is how many blocks to fetch ahead of a reader that starts
 	// reading sequentially; negative disables read-ahead. It is capped to
 	// the blocks MemoryBytes holds.
@@ -104,6 +111,8 @@ func (o *Options) normalize() error {
 		return fmt.Errorf("%w: memory bytes %d < 0", ErrInvalidOptions, o.MemoryBytes)
 	case o.DiskBytes < 0:
 		return fmt.Errorf("%w: disk bytes %d < 0", ErrInvalidOptions, o.DiskBytes)
+	case o.Headroom < 0 || o.Headroom > o.DiskBytes:
+		return fmt.Errorf("%w: headroom %d not within the disk bytes %d", ErrInvalidOptions, o.Headroom, o.DiskBytes)
 	}
 	// Read-ahead beyond what memory holds would evict itself.
 	memBlocks := o.MemoryBytes / o.BlockSize
@@ -151,7 +160,7 @@ func New(opts Options) (*Cache, error) {
 		return nil, err
 	}
 	if opts.DiskDir != "" {
-		if c.disk, err = openDiskCache(opts.DiskDir, opts.DiskBytes, &c.stats); err != nil {
+		if c.disk, err = openDiskCache(opts.DiskDir, opts.DiskBytes, opts.Headroom, &c.stats); err != nil {
 			return nil, err
 		}
 	}

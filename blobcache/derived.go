@@ -125,8 +125,10 @@ func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn fu
 	d.stats.builds.Add(1)
 	var e *diskEntry
 	shared := errAbandoned // what waiters see unless the build ends normally
+	ch := &charge{d: d}
 	defer func() {
 		d.mu.Lock()
+		d.building -= ch.n // the entry's bytes are used now
 		delete(d.builds, name)
 		var victims []*diskEntry
 		if e != nil {
@@ -138,7 +140,7 @@ func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn fu
 		close(bc.done)
 		d.unlink(victims)
 	}()
-	size, id, err := d.write(ctx, name, fn, checked)
+	size, id, err := d.write(ctx, name, fn, checked, ch)
 	switch {
 	case err == nil:
 		e = &diskEntry{name: name, size: size, refs: 1, verified: id}
@@ -153,7 +155,7 @@ func (d *diskCache) build(ctx context.Context, name string, bc *buildCall, fn fu
 // on disk. A checked file gets its CRC trailer and no fsync, and its
 // identity is returned (what this process wrote needs no check); any
 // other is on disk before its rename. On error nothing is left behind.
-func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) error, checked bool) (int64, fileIdentity, error) {
+func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) error, checked bool, ch *charge) (int64, fileIdentity, error) {
 	var none fileIdentity
 	f, err := os.CreateTemp(d.dir, tmpPrefix+name+"-*")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -181,12 +183,15 @@ func (d *diskCache) write(ctx context.Context, name string, fn func(io.Writer) e
 		sum = crc32.New(castagnoli)
 		w = io.MultiWriter(bw, sum)
 	}
-	cw := &ctxWriter{ctx: ctx, w: w}
+	cw := &ctxWriter{ctx: ctx, w: w, charge: ch}
 	if err := fn(cw); err != nil {
 		return 0, none, err
 	}
 	size := cw.n
 	if checked {
+		if err := ch.cover(size + checkTrailerLen); err != nil {
+			return 0, none, err
+		}
 		if _, err := bw.Write(checkTrailer(sum.Sum32())); err != nil {
 			return 0, none, err
 		}
@@ -264,20 +269,48 @@ func (d *diskCache) forget(e *diskEntry) {
 }
 
 // ctxWriter fails writes once ctx is done, so a build stops when its
-// caller goes away, and counts the bytes written.
+// caller goes away, counts the bytes written and charges them to the disk
+// limit before writing them.
 type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-	n   int64
+	ctx    context.Context
+	w      io.Writer
+	n      int64
+	charge *charge
 }
 
 func (w *ctxWriter) Write(p []byte) (int, error) {
 	if err := w.ctx.Err(); err != nil {
 		return 0, err
 	}
+	if err := w.charge.cover(w.n + int64(len(p))); err != nil {
+		return 0, err
+	}
 	n, err := w.w.Write(p)
 	w.n += int64(n)
 	return n, err
+}
+
+// charge is what one build has charged to the disk limit (diskCache.grow).
+// The build gives it back when it ends, and its file's bytes are then the
+// entry's.
+type charge struct {
+	d *diskCache
+	n int64 // the build's own; given back under diskCache.mu when it ends
+}
+
+// chargeStep is how far ahead a build charges the limit: a lock per MiB
+// written, not per write.
+const chargeStep = 1 << 20
+
+// cover makes the charge at least total bytes.
+func (c *charge) cover(total int64) error {
+	if total <= c.n {
+		return nil
+	}
+	need := total - c.n
+	n, err := c.d.grow(need, max(chargeStep-need, 0))
+	c.n += n
+	return err
 }
 
 // Discard removes the file from the cache, for a file found torn or corrupt:

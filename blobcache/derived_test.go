@@ -165,17 +165,13 @@ func TestDerivedEvictionRespectsOpenFiles(t *testing.T) {
 		t.Fatalf("stats: %+v; want 200 bytes held after 2 evictions", s)
 	}
 
-	// A file bigger than the whole budget lives while open, then goes.
-	big, err := c.Derived(context.Background(), "big", writeBuild(randomBytes(1000, 3), &builds))
-	if err != nil {
-		t.Fatal(err)
+	// A file bigger than the whole budget is not built: the disk cache
+	// never holds more than its limit (issue 20 item 5).
+	if big, err := c.Derived(context.Background(), "big", writeBuild(randomBytes(1000, 3), &builds)); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("an oversized build: %v, %v; want ErrDiskFull", big, err)
 	}
-	if !exists(big) {
-		t.Fatal("an open oversized file was evicted")
-	}
-	big.Close()
-	if exists(big) {
-		t.Fatal("an oversized file stayed after Close")
+	if names := dirNames(t, dir); len(names) != 1 || !exists(d) {
+		t.Fatalf("after the refused build: %v, want d's file alone (c's was evicted to make room)", names)
 	}
 	if s := c.Stats(); s.DiskBytes > 250 {
 		t.Fatalf("disk bytes %d > limit 250 with no file open", s.DiskBytes)

@@ -40,6 +40,14 @@ type buildCall struct {
 // final name only when complete (it was fsynced before its rename), so every
 // entry is a complete file; files being built are not entries.
 //
+// Its bytes on disk are bounded by limit whatever is open: builds are
+// charged as they write (building) and fail with ErrDiskFull past the
+// limit, so a reader holding files open makes new files uncacheable (the
+// caller serves them another way) instead of growing the cache. Derived
+// files (used + building) never take more than derivedCapLocked, which
+// leaves headroom for Reserve (staged inbox files): however many files
+// readers hold open, a Reserve within the headroom fits.
+//
 // No file system call runs under mu: eviction picks its victims under the
 // lock (they leave the index at once, so their bytes are free for the
 // accounting) and unlinks them after it, and the LRU holds only the files
@@ -48,9 +56,10 @@ type buildCall struct {
 // renaming its file into place (removing), so that the late unlink cannot
 // delete the new file.
 type diskCache struct {
-	dir   string
-	limit int64
-	stats *counters
+	dir      string
+	limit    int64
+	headroom int64 // of limit, never taken by derived files (Options.Headroom)
+	stats    *counters
 
 	mu      sync.Mutex
 	entries map[string]*diskEntry // guarded by mu: by file name
@@ -59,7 +68,10 @@ type diskCache struct {
 	// reserved is what Reserve handed out and Release has not given
 	// back: bytes of files kept outside the cache (staged uploads) that
 	// share its limit.
-	reserved int64                    // guarded by mu
+	reserved int64 // guarded by mu
+	// building is what builds in progress have written (charged in
+	// chunks ahead of their writes; see grow).
+	building int64                    // guarded by mu
 	builds   map[string]*buildCall    // guarded by mu: by file name
 	removing map[string]chan struct{} // guarded by mu: names being unlinked; closed when done
 }
@@ -81,7 +93,7 @@ func isFileName(name string) bool {
 // openDiskCache creates dir if needed, deletes leftover temporary files,
 // indexes the derived files there (least recently modified is evicted
 // first) and evicts down to limit. Other files are left alone.
-func openDiskCache(dir string, limit int64, stats *counters) (*diskCache, error) {
+func openDiskCache(dir string, limit, headroom int64, stats *counters) (*diskCache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("blobcache: disk cache: %w", err)
 	}
@@ -89,7 +101,7 @@ func openDiskCache(dir string, limit int64, stats *counters) (*diskCache, error)
 	if err != nil {
 		return nil, fmt.Errorf("blobcache: disk cache: %w", err)
 	}
-	d := &diskCache{dir: dir, limit: limit, stats: stats, entries: make(map[string]*diskEntry),
+	d := &diskCache{dir: dir, limit: limit, headroom: headroom, stats: stats, entries: make(map[string]*diskEntry),
 		lru: list.New(), builds: make(map[string]*buildCall), removing: make(map[string]chan struct{})}
 	type found struct {
 		name  string
@@ -147,13 +159,25 @@ func (d *diskCache) dropLocked(e *diskEntry) {
 	d.stats.diskBytes.Add(-e.size)
 }
 
+// derivedCapLocked is what derived files (built and being built) may take:
+// the limit less the headroom kept for Reserve, or less what Reserve
+// holds when that is more.
+func (d *diskCache) derivedCapLocked() int64 {
+	return d.limit - max(d.headroom, d.reserved)
+}
+
+// overLocked reports whether the cache holds more than its bounds allow.
+func (d *diskCache) overLocked() bool {
+	return d.used+d.building+d.reserved > d.limit || d.used+d.building > d.derivedCapLocked()
+}
+
 // evictLocked picks least recently used files that are not open until the
-// total is within the limit (or no file that is not open remains), drops
+// cache is within its bounds (or no file that is not open remains), drops
 // them from the index and marks their names as being removed. The caller
 // must pass them to unlink once it has released mu.
 func (d *diskCache) evictLocked() []*diskEntry {
 	var victims []*diskEntry
-	for d.used+d.reserved > d.limit && d.lru.Len() > 0 {
+	for d.overLocked() && d.lru.Len() > 0 {
 		e := d.lru.Back().Value.(*diskEntry)
 		d.dropLocked(e)
 		d.removing[e.name] = make(chan struct{})
@@ -215,14 +239,39 @@ func (c *Cache) Reserve(n int64) error {
 	d.reserved += n
 	victims := d.evictLocked()
 	var err error
-	if d.used+d.reserved > d.limit {
+	if d.used+d.building+d.reserved > d.limit {
 		d.reserved -= n
 		err = fmt.Errorf("%w: %d more bytes do not fit in %d (%d reserved, %d held by open cached files)",
-			ErrDiskFull, n, d.limit, d.reserved, d.used)
+			ErrDiskFull, n, d.limit, d.reserved, d.used+d.building)
 	}
 	d.mu.Unlock()
 	d.unlink(victims)
 	return err
+}
+
+// grow charges need more bytes to the builds in progress, evicting files
+// that are not open to make room, and up to ahead bytes more where they
+// fit without evicting; it returns what it charged. Past the derived
+// files' bound it charges nothing and fails with an error wrapping
+// ErrDiskFull.
+func (d *diskCache) grow(need, ahead int64) (int64, error) {
+	d.mu.Lock()
+	d.building += need
+	victims := d.evictLocked()
+	var err error
+	if c := d.derivedCapLocked(); d.overLocked() {
+		d.building -= need
+		need, err = 0, fmt.Errorf("%w: %d bytes of rewritten files open or being built fill what the disk cache gives them (%d: --cache-size less what the inbox may need)",
+			ErrDiskFull, d.used+d.building, c)
+	} else {
+		room := min(d.derivedCapLocked()-d.used-d.building, d.limit-d.used-d.building-d.reserved)
+		ahead = max(min(ahead, room), 0)
+		d.building += ahead
+		need += ahead
+	}
+	d.mu.Unlock()
+	d.unlink(victims)
+	return need, err
 }
 
 // Release gives back n bytes taken by Reserve.

@@ -211,3 +211,86 @@ func TestEvictionDoesNotDeleteARebuild(t *testing.T) {
 		t.Fatalf("the rebuilt file after the eviction's unlink: %d bytes, %v; want its %d bytes", len(got), err, len(data))
 	}
 }
+
+// dirBytes is what the files of dir take, as du would count them (file
+// sizes; open files unlinked are gone from the listing, so the test keeps
+// none).
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// TestOpenFilesKeepTheDiskWithinLimit holds derived files open, as
+// readers of rewritten files do, and keeps building: the files on disk
+// never pass the limit (builds past it fail with ErrDiskFull while being
+// written, leaving nothing), and the headroom kept for Reserve still fits
+// a staged upload whatever is open (issue 20 item 5: readers pushed the
+// cache past --cache-size, then every inbox write failed).
+func TestOpenFilesKeepTheDiskWithinLimit(t *testing.T) {
+	dir := t.TempDir()
+	const limit, headroom = 4000, 1000
+	c := newCache(t, Options{DiskDir: dir, DiskBytes: limit, Headroom: headroom})
+	var builds atomic.Int64
+	var open []*DiskFile
+	defer func() {
+		for _, f := range open {
+			f.Close()
+		}
+	}()
+	refused := 0
+	for i := range 10 {
+		key := "k" + string(rune('a'+i))
+		f, err := c.Derived(context.Background(), key, writeBuild(randomBytes(700, uint64(i)), &builds))
+		switch {
+		case errors.Is(err, ErrDiskFull):
+			refused++
+		case err != nil:
+			t.Fatal(err)
+		default:
+			open = append(open, f)
+		}
+		if n := dirBytes(t, dir); n > limit-headroom {
+			t.Fatalf("after build %d: %d bytes on disk, derived files may take %d", i, n, limit-headroom)
+		}
+	}
+	if len(open) != (limit-headroom)/700 || refused != 10-len(open) {
+		t.Fatalf("%d files open, %d refused; want %d open", len(open), refused, (limit-headroom)/700)
+	}
+	// The inbox's headroom fits, and past the limit a Reserve is refused.
+	if err := c.Reserve(headroom); err != nil {
+		t.Fatalf("Reserve of the headroom with every derived file open: %v", err)
+	}
+	if err := c.Reserve(limit); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Reserve past the limit: %v, want ErrDiskFull", err)
+	}
+	// What is reserved beyond the headroom is taken from closed files.
+	for _, f := range open {
+		f.Close()
+	}
+	open = nil
+	if err := c.Reserve(limit - 2*headroom); err != nil {
+		t.Fatalf("Reserve with the derived files closed: %v", err)
+	}
+	if n := dirBytes(t, dir); n > limit-(limit-headroom) {
+		t.Fatalf("%d bytes of derived files left beside %d reserved, limit %d", n, limit-headroom, limit)
+	}
+	if _, err := c.Derived(context.Background(), "late", writeBuild(randomBytes(1500, 99), &builds)); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("a build past what Reserve left: %v, want ErrDiskFull", err)
+	}
+	c.Release(limit - headroom)
+	f, err := c.Derived(context.Background(), "late", writeBuild(randomBytes(1500, 99), &builds))
+	if err != nil {
+		t.Fatalf("a build once the reservations are released: %v", err)
+	}
+	open = append(open, f)
+}

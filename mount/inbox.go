@@ -191,3 +191,14 @@ func (b stagingBudget) Reserve(n int64) error {
 }
 
 func (b stagingBudget) Release(n int64) { b.c.Release(n) }
+
+// inboxHeadroom is the part of --cache-size that rewritten files never
+// take on a writable mount, kept for staged inbox files: a quarter, so
+// that readers holding rewritten files open never make an append of up to
+// that size fail (and closed rewritten files make room for larger ones).
+func inboxHeadroom(cfg Config) int64 {
+	if cfg.ReadOnly {
+		return 0
+	}
+	return cfg.CacheSize / 4
+}

@@ -63,7 +63,7 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache, err := blobcache.New(blobcache.Options{MemoryBytes: cfg.MemoryCacheSize, DiskDir: cfg.CacheDir, DiskBytes: cfg.CacheSize, Logger: cfg.Logger})
+	cache, err := blobcache.New(blobcache.Options{MemoryBytes: cfg.MemoryCacheSize, DiskDir: cfg.CacheDir, DiskBytes: cfg.CacheSize, Headroom: inboxHeadroom(cfg), Logger: cfg.Logger})
 	if err != nil {
 		closeTables(tables)
 		return nil, fmt.Errorf("cache: %w", err)

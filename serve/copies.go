@@ -3,9 +3,11 @@ package serve
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -161,6 +163,17 @@ func (t *Table) startCopy(key string, work func(ctx context.Context)) {
 	}()
 }
 
+// copyNotBuilt logs why a copy was not built: a warning, or an info line
+// when the disk cache is full of files held open (as often as copies are
+// tried then; the cache's metrics say so too).
+func (t *Table) copyNotBuilt(f *delta.LiveFile, err error) {
+	level := slog.LevelWarn
+	if errors.Is(err, blobcache.ErrDiskFull) {
+		level = slog.LevelInfo
+	}
+	t.log.Log(context.Background(), level, "deltafs: materialized copy not built; the file is served as before", "table", t.name, "file", f.Key, "err", err)
+}
+
 // buildCopy writes the copy of f's rewrite (keyed key, size bytes) and its
 // sum, from the composite.
 func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, key string, size int64) {
@@ -168,7 +181,7 @@ func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	dataKey, sumKey := copyKeys(key)
 	c, err := t.openComposite(ctx, snap, f)
 	if err != nil {
-		t.log.Warn("deltafs: materialized copy not built; the file is served as before", "table", t.name, "file", f.Key, "err", err)
+		t.copyNotBuilt(f, err)
 		return
 	}
 	defer c.Close()
@@ -186,7 +199,7 @@ func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 		return err
 	})
 	if err != nil {
-		t.log.Warn("deltafs: materialized copy not built; the file is served as before", "table", t.name, "file", f.Key, "err", err)
+		t.copyNotBuilt(f, err)
 		return
 	}
 	defer df.Close()

@@ -121,8 +121,11 @@ func (t *Table) deriveKeyed(ctx context.Context, snap *delta.Snapshot, f *delta.
 // file of srcSize bytes, building it with build if needed. An entry that
 // passes the cache's check but is not one writeEntry wrote (a format this
 // version does not know) is discarded, and the error returned.
-func (t *Table) entry(ctx context.Context, key string, srcSize int64, build func(io.Writer) error) (*pqfile.Layout, *blobcache.DiskFile, error) {
+func (t *Table) entry(ctx context.Context, key string, srcSize int64, build func(io.Writer) error) (*pqfile.Layout, patchReader, error) {
 	df, err := t.cache.DerivedChecked(ctx, key, build)
+	if errors.Is(err, blobcache.ErrDiskFull) {
+		return t.uncachedEntry(srcSize, build, err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,9 +3,11 @@ package serve
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -54,7 +56,7 @@ func entryBuild(src []byte, del *roaring64.Bitmap, calls *atomic.Int64) func(io.
 }
 
 // readComposite reads the whole output through the layout and the entry.
-func readComposite(t *testing.T, l *pqfile.Layout, src []byte, df *blobcache.DiskFile) []byte {
+func readComposite(t *testing.T, l *pqfile.Layout, src []byte, df patchReader) []byte {
 	t.Helper()
 	c := &compositeContent{layout: l, src: &fileBytes{bytes.NewReader(src)}, entry: df}
 	out := make([]byte, c.Size())
@@ -88,6 +90,53 @@ func TestCompositeEntryMatchesRewrite(t *testing.T) {
 	}
 }
 
+// TestCompositeEntryWhenTheCacheIsFull builds a composite entry in a disk
+// cache too small for its patch (as when readers hold the cache's files
+// open): the patch is served from memory with the same bytes, charged to
+// the uncached budget until closed, and the disk holds nothing of it; a
+// patch past that budget fails, naming --cache-size (issue 20 item 5).
+func TestCompositeEntryWhenTheCacheIsFull(t *testing.T) {
+	src, del := compositeSource(t)
+	var want bytes.Buffer
+	if _, err := pqfile.Rewrite(bytes.NewReader(src), int64(len(src)), del, nil, &want); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c, err := blobcache.New(blobcache.Options{DiskDir: dir, DiskBytes: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m := NewTable("t", nil, c, Options{})
+	var builds atomic.Int64
+	l, p, err := m.entry(context.Background(), "k", int64(len(src)), entryBuild(src, del, &builds))
+	if err != nil {
+		t.Fatalf("entry with a full disk cache: %v", err)
+	}
+	if _, ok := p.(*heldPatch); !ok {
+		t.Fatalf("patch is a %T, want one held in memory", p)
+	}
+	if held := uncachedHeld.Load(); held < l.PatchSize() {
+		t.Errorf("uncached budget holds %d bytes for a %d-byte patch", held, l.PatchSize())
+	}
+	if got := readComposite(t, l, src, p); !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("composite from memory differs from Rewrite's output (%d vs %d bytes)", len(got), want.Len())
+	}
+	p.Close()
+	p.Close()
+	if held := uncachedHeld.Load(); held != 0 {
+		t.Errorf("uncached budget holds %d bytes once the patch is closed", held)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("the full cache's dir holds %d files", len(ents))
+	}
+	uncachedHeld.Store(uncachedPatchBytes) // the budget taken by other opens
+	defer uncachedHeld.Store(0)
+	if _, _, err := m.entry(context.Background(), "k", int64(len(src)), entryBuild(src, del, &builds)); !errors.Is(err, blobcache.ErrDiskFull) || !strings.Contains(err.Error(), "--cache-size") {
+		t.Errorf("entry past the memory budget: %v, want ErrDiskFull naming --cache-size", err)
+	}
+}
+
 // TestCompositeEntryDamagedRebuilt damages a composite entry on disk and
 // checks that a new process (new cache, new materializer) builds it again
 // instead of serving it (the disk cache's check; its cases are in
@@ -103,7 +152,7 @@ func TestCompositeEntryDamagedRebuilt(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := readComposite(t, l1, src, df)
-		path := df.Path()
+		path := df.(*blobcache.DiskFile).Path()
 		df.Close()
 		c1.Close()
 		if damaged {
