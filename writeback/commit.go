@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path"
+	"path/filepath"
 	"time"
 
 	"github.com/google/uuid"
@@ -240,6 +242,9 @@ func (c *Committer) resolve(ctx context.Context, v int64, tx *txn, putErr error)
 		changed = changed || meta
 	}
 	if next.Version() < v {
+		if err := c.checkHidden(ctx, v); err != nil {
+			return -1, nil, err
+		}
 		// The listing does not show the commit that exists yet: retry on the
 		// same snapshot after the backoff.
 		return -1, next, nil
@@ -250,6 +255,42 @@ func (c *Committer) resolve(ctx context.Context, v int64, tx *txn, putErr error)
 		}
 	}
 	return -1, next, nil
+}
+
+// checkHidden is called when the name of commit v is taken but the log
+// does not list it. In an object store that is a listing not yet caught
+// up; in a local directory, where a listing shows a new name at once, the
+// name is held by something that is not a commit (a symbolic link, a
+// directory, a FIFO) and every retry would lose to it: that is a damaged
+// log, refused at once with its name.
+func (c *Committer) checkHidden(ctx context.Context, v int64) error {
+	dir := delta.LocalDir(c.store)
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(delta.CommitKey(v))))
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // gone, or a commit the next listing shows
+	}
+	return fmt.Errorf("append to %s: version %d cannot be written: %w: its commit name is taken by a %s, not a commit; nothing was committed",
+		c.table.Name(), v, delta.ErrCorruptLog, describeType(fi.Mode()))
+}
+
+// describeType names a file type for a message.
+func describeType(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return "non-regular file"
 }
 
 // ambiguous marks the txn as possibly landed when an earlier put may have

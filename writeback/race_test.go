@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -195,5 +197,43 @@ func TestConflictWithMetadataChangeRevalidates(t *testing.T) {
 	}
 	if v := latest(t, dir).Version(); v != snap.Version()+1 {
 		t.Errorf("latest %d, want only the winner's %d", v, snap.Version()+1)
+	}
+}
+
+// A local log whose next commit's name is a symbolic link (or anything
+// but a regular file) is refused at once as a damaged log naming it; the
+// append used to lose the "race" to it for MaxRetry (30 s by default)
+// (issue 20). Nothing is left behind.
+func TestCommitNameTakenByASymlink(t *testing.T) {
+	for _, kind := range []string{"symlink", "directory"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := testenv.CopyFixture(t, "dat/basic_append")
+			next := filepath.Join(dir, "_delta_log", fmt.Sprintf("%020d.json", latest(t, dir).Version()+1))
+			var err error
+			if kind == "symlink" {
+				err = os.Symlink("/etc/passwd", next)
+			} else {
+				err = os.Mkdir(next, 0o755)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := listFiles(t, dir)
+			conflicts := 0
+			c := New(openTable(t, dir), Options{EngineInfo: "deltafs/test", MaxRetry: 10 * time.Second,
+				OnConflict: func(int64) { conflicts++ }})
+			t.Cleanup(c.Close)
+			src := writeParquet(t, "a.parquet", []numberRow{{Number: ptr[int64](1)}})
+			_, err = c.Append(context.Background(), []File{{LocalPath: src, Name: "a.parquet"}})
+			if !errors.Is(err, delta.ErrCorruptLog) || !strings.Contains(err.Error(), kind) {
+				t.Fatalf("append: %v, want ErrCorruptLog naming the %s", err, kind)
+			}
+			if conflicts != 0 {
+				t.Errorf("%d lost races retried against the %s", conflicts, kind)
+			}
+			if after := listFiles(t, dir); !reflect.DeepEqual(before, after) {
+				t.Errorf("refused append left files behind")
+			}
+		})
 	}
 }
