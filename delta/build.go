@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -12,12 +13,24 @@ import (
 // remaining commits and check the protocol. A listing the caller just made
 // (hint, may be nil) is used when it holds v's whole segment, saving the
 // _last_checkpoint read and the LIST of findSegment.
+//
+// A checkpoint that cannot be read is marked bad and the version is built
+// without it; when that fails too (the commits before it were cleaned
+// up), the error says why the checkpoint was refused as well, and wraps
+// its ErrCorruptLog: a missing commit is not the table's real trouble.
 func (t *Table) build(ctx context.Context, v int64, hint *logListing) (*Snapshot, error) {
+	var skipped error // why the checkpoints given up so far could not be read
+	fail := func(err error) (*Snapshot, error) {
+		if skipped != nil {
+			err = fmt.Errorf("%w; without the checkpoints that could not be read: %w", skipped, err)
+		}
+		return nil, t.wrap(v, err)
+	}
 	for attempt := 0; ; attempt++ {
 		seg, l, err := t.segmentOf(ctx, v, hint)
 		hint = nil // a retry (after a bad checkpoint) lists again
 		if err != nil {
-			return nil, t.wrap(v, err)
+			return fail(err)
 		}
 		base, baseV, baseKey, err := t.baseState(ctx, seg)
 		if err != nil {
@@ -27,10 +40,13 @@ func (t *Table) build(ctx context.Context, v int64, hint *logListing) (*Snapshot
 					t.mu.Lock()
 					t.bad[seg.CheckpointVersion] = true
 					t.mu.Unlock()
+					if skipped == nil {
+						skipped = fmt.Errorf("checkpoint %d: %w", seg.CheckpointVersion, err)
+					}
 					continue
 				}
 			}
-			return nil, t.wrap(v, err)
+			return fail(err)
 		}
 		snap, err := t.replayOnto(ctx, seg, l, base, baseV, baseKey)
 		if err == nil {

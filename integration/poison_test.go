@@ -95,7 +95,7 @@ func TestPoisonStaysInItsTable(t *testing.T) {
 			if err := os.Remove(filepath.Join(root, filepath.FromSlash(delta.CommitKey(0)))); err != nil {
 				t.Fatal(err)
 			}
-		}, "version 1", ""},
+		}, "schema nested deeper than 64 levels", ""},
 		{"commit", func(t *testing.T, root string) { writeLog(root, filepath.Base(delta.CommitKey(2)), deepCommit()) },
 			filepath.Base(delta.CommitKey(2)), filepath.Base(delta.CommitKey(2))},
 	} {
