@@ -1,12 +1,15 @@
 package nodes
 
 import (
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 // Node kinds, part of the stable inode hash so that a directory and a
@@ -37,6 +40,17 @@ func stableIno(kind, table string, version int64, path string) uint64 {
 		n += 2
 	}
 	return n
+}
+
+// fileIno returns the inode number of a data file of table: the same in
+// every version where the file is served with the same bytes (the same
+// add action: path, size, time and deletion vector; the same servedAs,
+// see snapshotTree), so that a new @latest after an append shares the
+// inodes, and with them the kernel's page cache, of every file it did
+// not change.
+func fileIno(table string, add *delta.Add, servedAs string) uint64 {
+	id := fmt.Sprintf("%s\x00%d\x00%d\x00%s\x00%s", add.Path, add.Size, add.ModificationTime, add.DeletionVector.UniqueID(), servedAs)
+	return stableIno(kindFile, table, -1, id)
 }
 
 // fillAttr sets the fields every node reports: mode is the file type and

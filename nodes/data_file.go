@@ -25,9 +25,10 @@ type DataFile struct {
 	fs.Inode
 	readOnlyFile
 
-	ref   *snapRef     // the version, shared with its directories
+	ref   *snapRef     // the first version it was looked up in, shared with its directories
 	add   *delta.Add   // the live file's add action (shared with the snapshot)
 	path  string       // path inside the snapshot directory
+	inode uint64       // fileIno: shared by the versions that serve the same bytes
 	size  atomic.Int64 // served size, -1 until known
 	stale atomic.Bool  // a stat reported the stored size: the served one failed
 }
@@ -39,17 +40,16 @@ var (
 	_ = (fs.NodeListxattrer)((*DataFile)(nil))
 )
 
-// newDataFile returns the node of add at path p of ref's snapshot.
-func newDataFile(ref *snapRef, add *delta.Add, p string) *DataFile {
-	d := &DataFile{ref: ref, add: add, path: p}
+// newDataFile returns the node of add at path p of ref's snapshot, whose
+// tree is t.
+func newDataFile(ref *snapRef, t *snapshotTree, add *delta.Add, p string) *DataFile {
+	d := &DataFile{ref: ref, add: add, path: p, inode: fileIno(ref.name, add, t.servedAs)}
 	d.ro = roNode{ref.env, &d.Inode}
 	d.size.Store(-1)
 	return d
 }
 
-func (d *DataFile) ino() uint64 {
-	return stableIno(kindFile, d.ref.name, d.ref.version, d.path)
-}
+func (d *DataFile) ino() uint64 { return d.inode }
 
 func (d *DataFile) env() *Env { return d.ref.env }
 

@@ -68,7 +68,7 @@ func (d *SnapshotDir) treeDir(ctx context.Context) (*snapshotTree, *treeDir, sys
 // reports the exact size (or, if that fails, the stored size: see
 // DataFile.statSize).
 func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	_, td, errno := d.treeDir(ctx)
+	t, td, errno := d.treeDir(ctx)
 	if errno != 0 {
 		return nil, errno
 	}
@@ -86,7 +86,7 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 		return d.NewInode(ctx, child, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: child.ino()}), 0
 	}
 	d.warm(ctx, td)
-	f := newDataFile(d.ref, e.add, p)
+	f := newDataFile(d.ref, t, e.add, p)
 	if ch := d.GetChild(name); ch != nil {
 		if known, ok := ch.Operations().(*DataFile); ok {
 			f = known // keeps its size: materialize once per node
@@ -104,11 +104,11 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 // OpendirHandle lists the directory (see snapshotStream) and lets the
 // kernel keep the listing.
 func (d *SnapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	_, td, errno := d.treeDir(ctx)
+	t, td, errno := d.treeDir(ctx)
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	return &snapshotStream{dir: d, td: td}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	return &snapshotStream{dir: d, tree: t, td: td}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // warm hints the sizes of td's files to the table's Files at the first

@@ -17,9 +17,10 @@ import (
 // inode and no node per file in the mount; a stat of a file then looks it
 // up (SnapshotDir.Lookup), and only what is stat-ed costs memory.
 type snapshotStream struct {
-	dir *SnapshotDir
-	td  *treeDir
-	pos int
+	dir  *SnapshotDir
+	tree *snapshotTree
+	td   *treeDir // the directory's entries in tree
+	pos  int
 }
 
 var (
@@ -37,8 +38,10 @@ func (s *snapshotStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscal
 	s.pos++
 	d := s.dir
 	p := path.Join(d.dir, e.name)
-	de := &fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Ino: stableIno(kindFile, d.ref.name, d.ref.version, p), Off: uint64(s.pos)}
-	if e.add == nil {
+	de := &fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Off: uint64(s.pos)}
+	if e.add != nil {
+		de.Ino = fileIno(d.ref.name, e.add, s.tree.servedAs)
+	} else {
 		de.Mode, de.Ino = syscall.S_IFDIR, stableIno(kindSnapDir, d.ref.name, d.ref.version, p)
 	}
 	return de, 0

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"sort"
 	"strconv"
@@ -29,6 +30,10 @@ import (
 type snapshotTree struct {
 	dirs  map[string]*treeDir // by directory path, "" = the snapshot root
 	bytes int64               // estimated heap bytes
+	// servedAs fingerprints what, beside a file's own add action, decides
+	// the bytes it is served with: the schema, the partition columns and
+	// the column mapping mode (see fileIno).
+	servedAs string
 }
 
 // treeDir is one directory of a snapshotTree.
@@ -96,8 +101,10 @@ func buildTree(snap *delta.Snapshot) (*snapshotTree, error) {
 		}
 		return files[i].Add.DeletionVector.UniqueID() < files[j].Add.DeletionVector.UniqueID()
 	})
-	t := &snapshotTree{dirs: map[string]*treeDir{"": {}}}
-	cols := snap.Metadata().PartitionColumns
+	md := snap.Metadata()
+	t := &snapshotTree{dirs: map[string]*treeDir{"": {}},
+		servedAs: fmt.Sprintf("%s\x00%q\x00%s", md.SchemaString, md.PartitionColumns, snap.ColumnMapping())}
+	cols := md.PartitionColumns
 	fileDirs := make([]*treeDir, len(files))
 	for i := range files {
 		dir, d := "", t.dirs[""]
