@@ -24,8 +24,10 @@ func (c *Cache) Lookup(key string) (*DiskFile, bool) {
 	d.mu.Lock()
 	e := d.entries[name]
 	if e != nil {
-		e.refs++
-		d.lru.MoveToFront(e.elem)
+		if e.refs++; e.elem != nil {
+			d.lru.Remove(e.elem) // open: not a candidate for eviction (see diskCache.lookup)
+			e.elem = nil
+		}
 	}
 	d.mu.Unlock()
 	if e == nil {

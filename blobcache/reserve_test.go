@@ -294,3 +294,38 @@ func TestOpenFilesKeepTheDiskWithinLimit(t *testing.T) {
 	}
 	open = append(open, f)
 }
+
+// TestLookupOfAnOpenFile looks a file up while it is open (a copy passed
+// through to one reader while a second opens it): it used to move the
+// open entry's nil LRU element and panic, which the mount turned into
+// EIO for the second reader. Both opens read it; closed, it is evictable.
+func TestLookupOfAnOpenFile(t *testing.T) {
+	dir := t.TempDir()
+	c := newCache(t, Options{DiskDir: dir, DiskBytes: 1000})
+	var builds atomic.Int64
+	data := randomBytes(300, 1)
+	f1, err := c.Derived(context.Background(), "copy", writeBuild(data, &builds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, ok := c.Lookup("copy")
+	if !ok {
+		t.Fatal("Lookup of an open file: not found")
+	}
+	f3, ok := c.Lookup("copy")
+	if !ok {
+		t.Fatal("second Lookup of an open file: not found")
+	}
+	for _, f := range []*DiskFile{f1, f2, f3} {
+		checkFile(t, f, data)
+	}
+	f1.Close()
+	f2.Close()
+	if err := c.Reserve(900); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Reserve while a Lookup holds the file: %v, want ErrDiskFull", err)
+	}
+	f3.Close()
+	if err := c.Reserve(900); err != nil {
+		t.Fatalf("Reserve once every open is closed: %v (the file was not evictable)", err)
+	}
+}
