@@ -136,6 +136,9 @@ type rereads struct {
 	composite time.Duration // the second read, served as a composite
 	copied    time.Duration // median re-read once the copy is built (v0: of the stored file)
 	built     time.Duration // from the second open until the copy was on disk
+	// appended: median re-read of the same file through the version after
+	// an unrelated append (v2 only; zero otherwise).
+	appended time.Duration
 }
 
 // dvReread reads the file of the DV table at version v through a fresh
@@ -186,7 +189,31 @@ func dvReread(t *dvTable, work string, v int64) (rereads, error) {
 		ds = append(ds, d)
 	}
 	r.copied = median(ds[1:])
-	return r, checkRows(p, t.rows-t.deleted[v])
+	if err := checkRows(p, t.rows-t.deleted[v]); err != nil || v != 2 {
+		return r, err
+	}
+	// An unrelated append (v3 adds another file): the same file through
+	// @v3 is the same inode, its copy the same, so it stays warm.
+	other := "part-00001-unrelated.parquet"
+	if err := os.Link(filepath.Join(t.root, t.name), filepath.Join(t.root, other)); err != nil && !os.IsExist(err) {
+		return r, err
+	}
+	defer os.Remove(filepath.Join(t.root, other))
+	defer os.Remove(filepath.Join(t.root, "_delta_log", fmt.Sprintf("%020d.json", 3)))
+	if err := writeCommit(t.root, 3, addAction(other, t.size, nil)); err != nil {
+		return r, err
+	}
+	p3 := filepath.Join(m.dir(3), t.name)
+	ds = ds[:0]
+	for range 5 {
+		d, err := readFile(p3, r.size)
+		if err != nil {
+			return r, err
+		}
+		ds = append(ds, d)
+	}
+	r.appended = median(ds[1:])
+	return r, checkRows(p3, t.rows-t.deleted[v])
 }
 
 // hasFileOfSize reports whether a regular file of exactly size bytes is
