@@ -25,7 +25,7 @@ const (
 
 // archPackages are the packages the picture shows, top layer first.
 var archPackages = []string{
-	"cmd/deltafs", "mount", "nodes", "writeback", "serve", "blobcache",
+	"cmd/deltafs", "csi", "mount", "nodes", "writeback", "serve", "blobcache",
 	"delta/blobstore", "delta", "pqfile", "internal/durable", "internal/sample",
 }
 

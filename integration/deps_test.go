@@ -40,6 +40,9 @@ type layerRule struct {
 var layerRules = []layerRule{
 	{layer: "cmd/deltafs", anything: true},
 	{layer: "integration", anything: true},
+	// csi is a front end: it reaches mounts only through the Mounter that
+	// cmd/deltafs gives it (one `deltafs mount` process per volume).
+	{layer: "csi", forbidden: []string{goFuse, goCloud}},
 	{layer: "mount", mayImport: []string{"nodes", "serve", "blobcache", "writeback", "delta", "pqfile", durable}},
 	{layer: "nodes", mayImport: []string{"delta", "serve", "pqfile", "blobcache", durable}, direct: []string{"delta", "serve"}, forbidden: []string{goCloud}},
 	{layer: "serve", mayImport: []string{"delta", "pqfile", "blobcache", durable}, forbidden: []string{goFuse, goCloud}},

@@ -100,6 +100,9 @@ type Config struct {
 	// files together (default DefaultValidationMemory); a page that needs
 	// more than all of it refuses its file.
 	ValidationMemory int64
+	// Volume names the mount for whoever runs it (the CSI plugin passes
+	// its volume id): shown in the status file; "" for none.
+	Volume string
 	// EngineInfo is the commitInfo.engineInfo of inbox commits (default
 	// "deltafs"; the CLI sets "deltafs/<version>").
 	EngineInfo string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,47 +32,72 @@ var pidOnStdout = true
 // (pidOnStdout).
 // It returns nil only once the mount is served.
 func daemonize(args []string, logFile string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("--daemon: %w", err)
-	}
 	out, err := daemonOutput(logFile)
 	if err != nil {
 		return err
 	}
 	defer out.Close()
+	cmd, err := startBackground(args, os.Environ(), out)
+	if err != nil {
+		var early *exitedEarly
+		if errors.As(err, &early) {
+			where := "--log-file was not set"
+			if logFile != "" {
+				where = "see " + logFile
+			}
+			return fmt.Errorf("%w; %s", err, where)
+		}
+		return fmt.Errorf("--daemon: %w", err)
+	}
+	if pidOnStdout {
+		fmt.Println(cmd.Process.Pid)
+	}
+	fmt.Fprintf(os.Stderr, "deltafs: mounted in the background (pid %d)\n", cmd.Process.Pid)
+	return cmd.Process.Release()
+}
+
+// exitedEarly is startBackground's error for a process that exited
+// without saying whether it mounted.
+type exitedEarly struct{ err error }
+
+func (e *exitedEarly) Error() string {
+	return fmt.Sprintf("the background mount exited before it was ready (%v)", e.err)
+}
+
+// startBackground starts `deltafs mount args...` as a detached process
+// (its own session, so that it outlives its starter and the starter's
+// signals) with env and its output to out, and returns once the process
+// reports the mount served (the started command) or failed (its reason,
+// the process reaped).
+func startBackground(args, env []string, out *os.File) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return fmt.Errorf("--daemon: %w", err)
+		return nil, err
 	}
 	defer r.Close()
 	cmd := exec.Command(exe, append([]string{"mount"}, args...)...)
-	cmd.Env = append(os.Environ(), envDaemonChild+"=1")
+	cmd.Env = append(env, envDaemonChild+"=1")
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = out, out, []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
-		return fmt.Errorf("--daemon: start: %w", err)
+		return nil, fmt.Errorf("start: %w", err)
 	}
 	msg, _ := bufio.NewReader(r).ReadString('\n')
 	msg = strings.TrimSpace(msg)
 	if msg == "ready" {
-		if pidOnStdout {
-			fmt.Println(cmd.Process.Pid)
-		}
-		fmt.Fprintf(os.Stderr, "deltafs: mounted in the background (pid %d)\n", cmd.Process.Pid)
-		return cmd.Process.Release()
+		return cmd, nil
 	}
 	werr := cmd.Wait()
 	if after, ok := strings.CutPrefix(msg, "error: "); ok {
-		return fmt.Errorf("%s", after)
+		return nil, errors.New(after)
 	}
-	where := "--log-file was not set"
-	if logFile != "" {
-		where = "see " + logFile
-	}
-	return fmt.Errorf("the background mount exited before it was ready (%v); %s", werr, where)
+	return nil, &exitedEarly{werr}
 }
 
 // daemonOutput opens where the background process writes: the log file,

@@ -30,6 +30,7 @@ func init() {
 		{"mount", "mount tables as directories of snapshots", runMount},
 		{"unmount", "unmount a deltafs mount", runUnmount},
 		{"demo", "mount a generated sample table and show what to try", runDemo},
+		{"csi", "serve the Kubernetes CSI node plugin", runCSI},
 	}
 }
 

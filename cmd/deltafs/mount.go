@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,12 +56,12 @@ Examples:
 `
 
 type mountFlags struct {
-	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter, partitionColumns bool
-	uid, gid                                                                                   uint
-	cacheDir, cacheSize, memoryCacheSize, snapshotCache, validationMemory, logLevel, umask     string
-	configFile, logFile, metricsAddr, maxParquetFooter                                         string
-	maxParquetColumns                                                                          int
-	refresh, inboxStaleAfter, commitTimeout                                                    time.Duration
+	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter, partitionColumns, strict bool
+	uid, gid                                                                                           uint
+	cacheDir, cacheSize, memoryCacheSize, snapshotCache, validationMemory, logLevel, umask             string
+	configFile, logFile, metricsAddr, maxParquetFooter, volume                                         string
+	maxParquetColumns                                                                                  int
+	refresh, inboxStaleAfter, commitTimeout                                                            time.Duration
 }
 
 func runMount(ctx context.Context, args []string) error {
@@ -118,12 +120,14 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	flags.Var(checkedString{&f.logLevel, func(s string) error { var l slog.Level; return l.UnmarshalText([]byte(s)) }},
 		"log-level", "`LEVEL`: debug, info, warn or error")
 	flags.StringVar(&f.logFile, "log-file", "", "append logs to `FILE` instead of stderr")
-	flags.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics, e.g. 127.0.0.1:9464")
+	flags.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics, e.g. 127.0.0.1:9464 (or unix:PATH, a Unix socket)")
 	flags.BoolVar(&f.daemon, "daemon", false, "run in the background: print the pid and exit once the mount is ready")
 	flags.BoolVar(&f.xattrs, "xattrs", false, "serve user.delta.* extended attributes on data files")
 	flags.BoolVar(&f.noPassthrough, "no-passthrough", false, "serve every read in userspace (no kernel passthrough)")
 	flags.BoolVar(&f.partitionColumns, "partition-columns", false, "serve partition columns inside every data file, typed as the table has them (turn off the reader's Hive parsing)")
 	flags.BoolVar(&f.debug, "debug", false, "log every FUSE request")
+	flags.BoolVar(&f.strict, "strict", false, "fail the mount when a table cannot be read, instead of serving its _deltafs_error.txt")
+	flags.StringVar(&f.volume, "volume", "", "`NAME` of this mount in every log line and in the status file (the CSI plugin passes the volume id)")
 	defineParquetLimits(flags, &f.maxParquetFooter, &f.maxParquetColumns)
 }
 
@@ -191,6 +195,7 @@ func (f *mountFlags) config(sources []mount.Source, mountpoint string) (mount.Co
 		InboxStaleAfter:  staleAfter(f.inboxStaleAfter),
 		CommitTimeout:    f.commitTimeout,
 		ValidationMemory: valMem,
+		Volume:           f.volume,
 	}, nil
 }
 
@@ -207,6 +212,10 @@ func serveMount(ctx context.Context, cfg mount.Config, f *mountFlags) (err error
 	}
 	defer closeLog()
 	cfg.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: levelOf(f.logLevel)}))
+	if f.volume != "" {
+		cfg.Logger = cfg.Logger.With("volume", f.volume)
+		out = prefixWriter{out, "volume " + f.volume + ": "}
+	}
 	metrics, err := listenMetrics(f.metricsAddr)
 	if err != nil {
 		return err
@@ -215,6 +224,11 @@ func serveMount(ctx context.Context, cfg mount.Config, f *mountFlags) (err error
 	if err != nil {
 		closeListener(metrics)
 		return err
+	}
+	if refused := srv.Refused(); f.strict && len(refused) > 0 {
+		closeListener(metrics)
+		srv.Unmount()
+		return refusedError(refused)
 	}
 	stopMetrics := serveMetrics(metrics, srv, cfg.Logger)
 	defer stopMetrics()
@@ -241,6 +255,30 @@ func serveMount(ctx context.Context, cfg mount.Config, f *mountFlags) (err error
 	srv.Wait()
 	fmt.Fprintf(out, "deltafs: unmounted %s\n", cfg.Mountpoint)
 	return nil
+}
+
+// refusedError says which tables a --strict mount refused, and why.
+func refusedError(refused map[string]error) error {
+	names := slices.Sorted(maps.Keys(refused))
+	why := make([]string, len(names))
+	for i, name := range names {
+		why[i] = fmt.Sprintf("table %s: %v", name, refused[name])
+	}
+	return fmt.Errorf("--strict: %s", strings.Join(why, "; "))
+}
+
+// prefixWriter starts every write (one line, as serveMount writes them)
+// with prefix.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // firstLine is the first line of err's text.
@@ -355,11 +393,7 @@ func mountedLine(mnt string, tables int, refused map[string]error) string {
 	if len(refused) == 0 {
 		return fmt.Sprintf("deltafs: mounted %s at %s", tablesCount(tables), mnt)
 	}
-	names := make([]string, 0, len(refused))
-	for name := range refused {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(refused))
 	return fmt.Sprintf("deltafs: mounted %d of %s at %s; refused: %s (why: %s)", tables-len(refused), tablesCount(tables), mnt,
 		strings.Join(names, ", "), filepath.Join(mnt, names[0], "_deltafs_error.txt"))
 }

@@ -48,7 +48,12 @@ func listenMetrics(addr string) (net.Listener, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	l, err := net.Listen("tcp", addr)
+	network := "tcp"
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, addr = "unix", path
+		os.Remove(path) // a socket left by a process that died
+	}
+	l, err := net.Listen(network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
@@ -64,11 +69,17 @@ func closeListener(l net.Listener) {
 // serveMetrics serves srv's metrics at /metrics on l (if not nil) until
 // the returned function is called.
 func serveMetrics(l net.Listener, srv *mount.Server, log *slog.Logger) func() {
+	return serveHandler(l, srv.MetricsHandler(), log)
+}
+
+// serveHandler serves metrics (h) at /metrics on l until the returned
+// stop is called; nothing when l is nil.
+func serveHandler(l net.Listener, h http.Handler, log *slog.Logger) func() {
 	if l == nil {
 		return func() {}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", srv.MetricsHandler())
+	mux.Handle("/metrics", h)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)

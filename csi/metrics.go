@@ -1,0 +1,142 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
+)
+
+// MetricsSocket is where the process of the volume whose directory is dir
+// serves its metrics (a Unix socket, `deltafs mount --metrics-addr unix:PATH`).
+func MetricsSocket(dir string) string { return filepath.Join(dir, "metrics.sock") }
+
+// metrics are the plugin's own counters; the handler adds every served
+// volume's metrics, each labelled with its volume id.
+type metrics struct {
+	d        *Driver
+	reg      *prometheus.Registry
+	publish  *prometheus.CounterVec
+	unpub    *prometheus.CounterVec
+	volumes  prometheus.GaugeFunc
+	unserved prometheus.GaugeFunc
+}
+
+func newMetrics(d *Driver) *metrics {
+	m := &metrics{d: d, reg: prometheus.NewRegistry()}
+	m.publish = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltafs_csi_publish_total",
+		Help: "NodePublishVolume calls that mounted (result ok) or failed (error)"}, []string{"result"})
+	m.unpub = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltafs_csi_unpublish_total",
+		Help: "NodeUnpublishVolume calls that unmounted (ok) or failed (error)"}, []string{"result"})
+	m.volumes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_csi_volumes",
+		Help: "published targets on this node"}, func() float64 { n, _ := m.count(); return float64(n) })
+	m.unserved = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_csi_volumes_lost",
+		Help: "published targets whose process is gone (reads fail with ENOTCONN until unpublished)"},
+		func() float64 { _, n := m.count(); return float64(n) })
+	m.reg.MustRegister(m.publish, m.unpub, m.volumes, m.unserved)
+	return m
+}
+
+// count counts the records and those whose process is gone.
+func (m *metrics) count() (all, lost int) {
+	recs, _ := m.d.records()
+	for _, r := range recs {
+		if !m.d.opts.Mounter.Alive(r.PID, r.Target) {
+			lost++
+		}
+	}
+	return len(recs), lost
+}
+
+func (m *metrics) published(err error)   { m.publish.WithLabelValues(result(err)).Inc() }
+func (m *metrics) unpublished(err error) { m.unpub.WithLabelValues(result(err)).Inc() }
+
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// MetricsHandler serves the plugin's metrics and, labelled volume="ID",
+// the metrics of every volume it serves (read from each volume process's
+// socket at every scrape).
+func (d *Driver) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fams, err := d.metrics.reg.Gather()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		byName := map[string]*dto.MetricFamily{}
+		for _, f := range fams {
+			byName[f.GetName()] = f
+		}
+		recs, _ := d.records()
+		for _, rec := range recs {
+			vf, err := scrape(r.Context(), MetricsSocket(d.volumeDir(rec.Target)))
+			if err != nil {
+				d.log.Debug("csi: volume metrics", "volume", rec.VolumeID, "err", err)
+				continue
+			}
+			merge(byName, vf, rec.VolumeID)
+		}
+		names := make([]string, 0, len(byName))
+		for n := range byName {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, n := range names {
+			if err := enc.Encode(byName[n]); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// merge adds every metric of fams to byName, labelled volume=id.
+func merge(byName map[string]*dto.MetricFamily, fams map[string]*dto.MetricFamily, id string) {
+	for name, f := range fams {
+		for _, m := range f.Metric {
+			m.Label = append(m.Label, &dto.LabelPair{Name: proto.String("volume"), Value: proto.String(id)})
+		}
+		if have, ok := byName[name]; ok && have.GetType() == f.GetType() {
+			have.Metric = append(have.Metric, f.Metric...)
+			continue
+		}
+		byName[name] = f
+	}
+}
+
+// scrape reads the metrics served on a Unix socket.
+func scrape(ctx context.Context, socket string) (map[string]*dto.MetricFamily, error) {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var dl net.Dialer
+			return dl.DialContext(ctx, "unix", socket)
+		}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://volume/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", socket, resp.Status)
+	}
+	var p expfmt.TextParser
+	return p.TextToMetricFamilies(resp.Body)
+}

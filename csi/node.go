@@ -1,0 +1,183 @@
+package csi
+
+import (
+	"context"
+	"errors"
+
+	"os"
+	"path/filepath"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// NodeGetInfo names the node; volumes are not limited per node.
+func (d *Driver) NodeGetInfo(context.Context, *csipb.NodeGetInfoRequest) (*csipb.NodeGetInfoResponse, error) {
+	return &csipb.NodeGetInfoResponse{NodeId: d.opts.NodeID}, nil
+}
+
+// NodeGetCapabilities: VOLUME_MOUNT_GROUP, so that Kubernetes passes a
+// pod's fsGroup (the files' group) instead of chown-ing every file of
+// the mount, which a snapshot tree refuses.
+func (d *Driver) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest) (*csipb.NodeGetCapabilitiesResponse, error) {
+	c := &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{
+		Rpc: &csipb.NodeServiceCapability_RPC{Type: csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP}}}
+	return &csipb.NodeGetCapabilitiesResponse{Capabilities: []*csipb.NodeServiceCapability{c}}, nil
+}
+
+// NodePublishVolume mounts the volume's tables at the target path and
+// returns once the kernel serves them. Publishing again what is served
+// there is a success; a different volume or access at a served target is
+// ALREADY_EXISTS. A source that is not a readable table is NOT_FOUND
+// with the reason, and nothing stays mounted.
+func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVolumeRequest) (*csipb.NodePublishVolumeResponse, error) {
+	v, err := checkPublish(req)
+	if err != nil {
+		return nil, err
+	}
+	if !d.begin(v.Target) {
+		return nil, status.Errorf(codes.Aborted, "an operation on target %s is in progress", v.Target)
+	}
+	defer d.end(v.Target)
+	v.Dir = d.volumeDir(v.Target)
+	served, err := d.alreadyServed(v)
+	if served || err != nil {
+		return &csipb.NodePublishVolumeResponse{}, err
+	}
+	if err := os.MkdirAll(v.Dir, 0o700); err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s: %v", v.ID, err)
+	}
+	if err := os.MkdirAll(v.Target, 0o750); err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s: target: %v", v.ID, err)
+	}
+	start := time.Now()
+	pid, err := d.opts.Mounter.Mount(ctx, v)
+	if err != nil {
+		d.metrics.published(err)
+		os.RemoveAll(v.Dir)
+		return nil, publishError(v, err)
+	}
+	r := &record{VolumeID: v.ID, Target: v.Target, PID: pid, ReadOnly: v.ReadOnly, Source: v.Attributes["source"], Published: time.Now().UTC()}
+	if err := d.saveRecord(r); err != nil {
+		d.opts.Mounter.Unmount(context.WithoutCancel(ctx), v.Target, pid)
+		return nil, status.Errorf(codes.Internal, "volume %s: save its record: %v (unmounted)", v.ID, err)
+	}
+	d.metrics.published(nil)
+	d.log.Info("csi: volume published", "volume", v.ID, "target", v.Target, "readOnly", v.ReadOnly, "pid", pid, "took", time.Since(start).Round(time.Millisecond))
+	return &csipb.NodePublishVolumeResponse{}, nil
+}
+
+// checkPublish checks a publish request's fields (INVALID_ARGUMENT).
+func checkPublish(req *csipb.NodePublishVolumeRequest) (*Volume, error) {
+	switch {
+	case req.GetVolumeId() == "":
+		return nil, status.Error(codes.InvalidArgument, "volume_id missing")
+	case req.GetTargetPath() == "":
+		return nil, status.Error(codes.InvalidArgument, "target_path missing")
+	case req.GetVolumeCapability() == nil:
+		return nil, status.Error(codes.InvalidArgument, "volume_capability missing")
+	case req.GetVolumeCapability().GetBlock() != nil:
+		return nil, status.Error(codes.InvalidArgument, "deltafs volumes are file systems: block access is not supported")
+	case !filepath.IsAbs(req.GetTargetPath()):
+		return nil, status.Errorf(codes.InvalidArgument, "target_path %q is not absolute", req.GetTargetPath())
+	}
+	v := &Volume{ID: req.GetVolumeId(), Target: filepath.Clean(req.GetTargetPath()), ReadOnly: req.GetReadonly(),
+		Attributes: attributes(req.GetVolumeContext()), Secrets: req.GetSecrets()}
+	switch req.GetVolumeCapability().GetAccessMode().GetMode() {
+	case csipb.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY, csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY:
+		v.ReadOnly = true
+	}
+	if m := req.GetVolumeCapability().GetMount(); m != nil {
+		v.MountGroup = m.GetVolumeMountGroup()
+		if t := m.GetFsType(); t != "" && t != "deltafs" && t != "fuse.deltafs" {
+			return nil, status.Errorf(codes.InvalidArgument, "fs_type %q: deltafs volumes are deltafs", t)
+		}
+	}
+	return v, nil
+}
+
+// alreadyServed decides what an existing record or mount at v.Target
+// means: the same volume served there (true: nothing to do), another
+// one (ALREADY_EXISTS), or what is left of a publish whose server died
+// (cleaned up: false).
+func (d *Driver) alreadyServed(v *Volume) (bool, error) {
+	r, err := d.loadRecord(v.Target)
+	if err != nil {
+		return false, status.Errorf(codes.Internal, "volume %s: %v", v.ID, err)
+	}
+	if r == nil {
+		if m, err := d.opts.Mounter.Mounted(v.Target); err == nil && m {
+			return false, status.Errorf(codes.AlreadyExists, "target %s already holds a mount this plugin did not make", v.Target)
+		}
+		return false, nil
+	}
+	if d.opts.Mounter.Alive(r.PID, r.Target) {
+		if r.VolumeID != v.ID {
+			return false, status.Errorf(codes.AlreadyExists, "target %s serves volume %s, not %s", v.Target, r.VolumeID, v.ID)
+		}
+		if r.ReadOnly != v.ReadOnly {
+			return false, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with readOnly=%v", v.ID, v.Target, r.ReadOnly)
+		}
+		return true, nil
+	}
+	d.log.Warn("csi: republishing a volume whose server is gone", "volume", r.VolumeID, "target", r.Target, "pid", r.PID)
+	if err := d.opts.Mounter.Unmount(context.Background(), r.Target, r.PID); err != nil {
+		return false, status.Errorf(codes.Internal, "volume %s: clear the dead mount at %s: %v", v.ID, v.Target, err)
+	}
+	return false, d.removeRecord(v.Target)
+}
+
+// publishError maps a Mounter error to the spec's codes, naming the volume.
+func publishError(v *Volume, err error) error {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return status.Errorf(codes.InvalidArgument, "volume %s: %v", v.ID, err)
+	case errors.Is(err, ErrUnreadable):
+		return status.Errorf(codes.NotFound, "volume %s: %v", v.ID, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return status.Errorf(codes.DeadlineExceeded, "volume %s: %v", v.ID, err)
+	}
+	return status.Errorf(codes.Internal, "volume %s: %v", v.ID, err)
+}
+
+// NodeUnpublishVolume unmounts the target, waits for its process to exit
+// and removes the target directory. A target that is not mounted (never
+// published, or unpublished already) is a success.
+func (d *Driver) NodeUnpublishVolume(ctx context.Context, req *csipb.NodeUnpublishVolumeRequest) (*csipb.NodeUnpublishVolumeResponse, error) {
+	if req.GetVolumeId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_id missing")
+	}
+	if req.GetTargetPath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "target_path missing")
+	}
+	target := filepath.Clean(req.GetTargetPath())
+	if !d.begin(target) {
+		return nil, status.Errorf(codes.Aborted, "an operation on target %s is in progress", target)
+	}
+	defer d.end(target)
+	r, err := d.loadRecord(target)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s: %v", req.GetVolumeId(), err)
+	}
+	pid := 0
+	if r != nil {
+		pid = r.PID
+	}
+	if err := d.opts.Mounter.Unmount(ctx, target, pid); err != nil {
+		d.metrics.unpublished(err)
+		return nil, status.Errorf(codes.Internal, "volume %s: %v", req.GetVolumeId(), err)
+	}
+	if err := d.removeRecord(target); err != nil {
+		return nil, status.Errorf(codes.Internal, "volume %s: %v", req.GetVolumeId(), err)
+	}
+	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, status.Errorf(codes.Internal, "volume %s: remove target: %v", req.GetVolumeId(), err)
+	}
+	d.metrics.unpublished(nil)
+	if r != nil {
+		d.log.Info("csi: volume unpublished", "volume", req.GetVolumeId(), "target", target, "pid", pid)
+	}
+	return &csipb.NodeUnpublishVolumeResponse{}, nil
+}

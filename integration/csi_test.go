@@ -1,0 +1,391 @@
+package integration
+
+// The CSI node plugin played as the kubelet plays it: `deltafs csi`
+// started as a process, NodePublishVolume and NodeUnpublishVolume over
+// its Unix socket, real FUSE mounts at the targets, reads and inbox
+// appends through them, a plugin killed and restarted between the two.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/deltafs/deltafs/internal/testenv"
+)
+
+// csiPlugin is a running `deltafs csi`.
+type csiPlugin struct {
+	cmd      *exec.Cmd
+	sock     string
+	stateDir string
+	logPath  string
+	node     csipb.NodeClient
+	conn     *grpc.ClientConn
+}
+
+// startCSI starts `deltafs csi` on stateDir with env (nil: the test's)
+// and connects to it. It is killed when the test ends; the volumes it
+// published are unmounted and their processes ended by csiCleanup.
+func startCSI(t *testing.T, stateDir string, env []string) *csiPlugin {
+	t.Helper()
+	testenv.RequireFUSE(t)
+	p := &csiPlugin{stateDir: stateDir, sock: filepath.Join(stateDir, "csi.sock"), logPath: filepath.Join(stateDir, "plugin.log")}
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	p.cmd = exec.Command(deltafsBin(t), "csi", "--endpoint", "unix://"+p.sock, "--node-id", "test-node",
+		"--state-dir", stateDir, "--log-level", "debug")
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if env != nil {
+		p.cmd.Env = env
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.kill() })
+	if !eventually(30*time.Second, func() bool { _, err := os.Stat(p.sock); return err == nil }) {
+		t.Fatalf("deltafs csi did not listen:\n%s", p.log())
+	}
+	p.conn, err = grpc.NewClient("unix://"+p.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.node = csipb.NewNodeClient(p.conn)
+	return p
+}
+
+func (p *csiPlugin) kill() {
+	if p.conn != nil {
+		p.conn.Close()
+	}
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+}
+
+func (p *csiPlugin) log() string {
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
+}
+
+// csiVolume is a publish request's varying parts.
+type csiVolume struct {
+	id       string
+	target   string
+	attrs    map[string]string
+	secrets  map[string]string
+	readOnly bool
+}
+
+func (p *csiPlugin) publish(v csiVolume) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	_, err := p.node.NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{
+		VolumeId: v.id, TargetPath: v.target, Readonly: v.readOnly, VolumeContext: v.attrs, Secrets: v.secrets,
+		VolumeCapability: &csipb.VolumeCapability{
+			AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}},
+			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER},
+		}})
+	return err
+}
+
+func (p *csiPlugin) unpublish(v csiVolume) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := p.node.NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: v.id, TargetPath: v.target})
+	return err
+}
+
+// volumePID is the pid of the process serving target, from the plugin's
+// record (what a restarted plugin reads too).
+func (p *csiPlugin) volumePID(t *testing.T, target string) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(p.stateDir, "volumes", "*.json"))
+	for _, f := range files {
+		var r struct {
+			Target string `json:"target"`
+			PID    int    `json:"pid"`
+		}
+		data, err := os.ReadFile(f)
+		if err == nil && json.Unmarshal(data, &r) == nil && r.Target == target {
+			return r.PID
+		}
+	}
+	t.Fatalf("no record of %s in %s", target, p.stateDir)
+	return 0
+}
+
+// isMountPoint reports whether dir is in /proc/self/mountinfo.
+func isMountPoint(t *testing.T, dir string) bool {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// processGone reports whether pid has exited (or is a zombie).
+func processGone(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
+}
+
+// csiCleanup detaches target and kills pid when the test ends (after a
+// failure; a passing test left neither).
+func csiCleanup(t *testing.T, target string, pid int) {
+	t.Cleanup(func() {
+		detachMount(target)
+		if pid > 0 && !processGone(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// checkUnpublished checks that target is neither mounted nor present and
+// that its process is gone.
+func checkUnpublished(t *testing.T, target string, pid int) {
+	t.Helper()
+	if isMountPoint(t, target) {
+		t.Errorf("%s is still mounted after NodeUnpublishVolume", target)
+	}
+	if _, err := os.Lstat(target); !os.IsNotExist(err) {
+		t.Errorf("target %s still exists after NodeUnpublishVolume (%v)", target, err)
+	}
+	if !eventually(5*time.Second, func() bool { return processGone(pid) }) {
+		t.Errorf("volume process %d still runs after NodeUnpublishVolume", pid)
+	}
+}
+
+// readVersion reads @latest of table name under target: its version and
+// one data file's first bytes.
+func readVersion(t *testing.T, target, name string) string {
+	t.Helper()
+	link, err := os.Readlink(filepath.Join(target, name, "@latest"))
+	if err != nil {
+		t.Fatalf("read through the target: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(target, name, link, "*.parquet"))
+	if len(files) == 0 {
+		t.Fatalf("no data file in %s/%s", name, link)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil || !strings.HasPrefix(string(data), "PAR1") {
+		t.Fatalf("read %s: %v (%d bytes)", files[0], err, len(data))
+	}
+	return link
+}
+
+// publishAndAppend publishes v (table "t" of fixtureAppend, at v1),
+// reads @latest through the target, appends a file through its inbox and
+// sees @latest move to v2. It returns the volume process's pid.
+func (p *csiPlugin) publishAndAppend(t *testing.T, v csiVolume) int {
+	t.Helper()
+	if err := p.publish(v); err != nil {
+		t.Fatalf("NodePublishVolume: %v\n%s", err, p.log())
+	}
+	pid := p.volumePID(t, v.target)
+	csiCleanup(t, v.target, pid)
+	if got := readVersion(t, v.target, "t"); got != "@v1" {
+		t.Errorf("@latest -> %s, want @v1", got)
+	}
+	if err := os.WriteFile(filepath.Join(v.target, "t", "inbox", "new.parquet"), inboxCases["unpartitioned"].data(t), 0o644); err != nil {
+		t.Fatalf("append through the inbox of %s: %v", v.attrs["source"], err)
+	}
+	if got := readVersion(t, v.target, "t"); got != "@v2" {
+		t.Errorf("after the append @latest -> %s, want @v2", got)
+	}
+	return pid
+}
+
+// TestCSIPublishLocal publishes a local table, reads it and appends
+// through the inbox, publishes again (idempotent), unpublishes (nothing
+// left) and unpublishes again; then the same table read-only.
+func TestCSIPublishLocal(t *testing.T) {
+	table := testenv.CopyFixture(t, fixtureAppend)
+	p := startCSI(t, t.TempDir(), nil)
+	v := csiVolume{id: "vol-local", target: filepath.Join(t.TempDir(), "pod", "mount"),
+		attrs: map[string]string{"source": "t=" + table, "cache-size": "1G", "umask": "022",
+			"csi.storage.k8s.io/pod.name": "reader"}}
+	pid := p.publishAndAppend(t, v)
+	if _, err := os.Stat(filepath.Join(table, "_delta_log", "00000000000000000002.json")); err != nil {
+		t.Errorf("the append is not in the table: %v", err)
+	}
+	checkStatus(t, v)
+	if err := p.publish(v); err != nil {
+		t.Errorf("NodePublishVolume again: %v", err)
+	}
+	other := v
+	other.id = "vol-other"
+	if err := p.publish(other); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("another volume at a served target: %v, want AlreadyExists", err)
+	}
+	if err := p.unpublish(v); err != nil {
+		t.Fatalf("NodeUnpublishVolume: %v\n%s", err, p.log())
+	}
+	checkUnpublished(t, v.target, pid)
+	if err := p.unpublish(v); err != nil {
+		t.Errorf("NodeUnpublishVolume of an unpublished target: %v", err)
+	}
+	if !strings.Contains(p.log(), "volume=vol-local") {
+		t.Errorf("the log never names the volume:\n%s", p.log())
+	}
+
+	ro := csiVolume{id: "vol-ro", target: filepath.Join(t.TempDir(), "ro"), attrs: map[string]string{"source": "t=" + table}, readOnly: true}
+	if err := p.publish(ro); err != nil {
+		t.Fatalf("NodePublishVolume readonly: %v", err)
+	}
+	roPID := p.volumePID(t, ro.target)
+	csiCleanup(t, ro.target, roPID)
+	readVersion(t, ro.target, "t")
+	err := os.WriteFile(filepath.Join(ro.target, "t", "inbox", "new.parquet"), []byte("PAR1"), 0o644)
+	if err == nil {
+		t.Errorf("a readonly volume took a write into its inbox")
+	}
+	if err := p.unpublish(ro); err != nil {
+		t.Fatalf("NodeUnpublishVolume readonly: %v", err)
+	}
+	checkUnpublished(t, ro.target, roPID)
+}
+
+// checkStatus reads the volume's status file through its target.
+func checkStatus(t *testing.T, v csiVolume) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(v.target, ".deltafs-status.json"))
+	if err != nil {
+		t.Fatalf("status file: %v", err)
+	}
+	var st struct {
+		Mount struct {
+			Volume string `json:"volume"`
+		} `json:"mount"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil || st.Mount.Volume != v.id {
+		t.Errorf("status file names volume %q (%v), want %q:\n%s", st.Mount.Volume, err, v.id, data)
+	}
+}
+
+// TestCSIBadRequests: missing fields, a source that is not a table,
+// attributes a volume may not set and unknown secrets each fail with
+// the spec's code and a reason, leaving nothing mounted or running.
+func TestCSIBadRequests(t *testing.T) {
+	p := startCSI(t, t.TempDir(), nil)
+	notTable := t.TempDir()
+	target := filepath.Join(t.TempDir(), "target")
+	cases := []struct {
+		name string
+		v    csiVolume
+		code codes.Code
+		says string
+	}{
+		{"no volume id", csiVolume{target: target}, codes.InvalidArgument, "volume_id"},
+		{"no target", csiVolume{id: "v"}, codes.InvalidArgument, "target_path"},
+		{"no source", csiVolume{id: "v", target: target, attrs: map[string]string{}}, codes.InvalidArgument, "source"},
+		{"missing table", csiVolume{id: "v", target: target, attrs: map[string]string{"source": filepath.Join(notTable, "nope")}}, codes.NotFound, "nope"},
+		{"not a table", csiVolume{id: "v", target: target, attrs: map[string]string{"source": "t=" + notTable}}, codes.NotFound, "_delta_log"},
+		{"process flag", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable, "log-file": "/etc/passwd"}}, codes.InvalidArgument, "log-file"},
+		{"bad size", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable, "cache-size": "lots"}}, codes.InvalidArgument, "cache-size"},
+		{"unknown secret", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable}, secrets: map[string]string{"PASSWORD": "x"}}, codes.InvalidArgument, "PASSWORD"},
+	}
+	for _, c := range cases {
+		err := p.publish(c.v)
+		if status.Code(err) != c.code || !strings.Contains(status.Convert(err).Message(), c.says) {
+			t.Errorf("%s: %v; want %v saying %q", c.name, err, c.code, c.says)
+		}
+		if isMountPoint(t, target) {
+			t.Fatalf("%s: the target is mounted after a failed publish", c.name)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(p.stateDir, "volumes", "*"))
+	if len(files) != 0 {
+		t.Errorf("failed publishes left %v", files)
+	}
+	if _, err := p.node.NodePublishVolume(context.Background(), &csipb.NodePublishVolumeRequest{VolumeId: "v", TargetPath: target}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("no capability: %v, want InvalidArgument", err)
+	}
+}
+
+// TestCSIPluginRestart kills the plugin (kill -9) between publish and
+// unpublish: the volume stays served, the next plugin finds it and
+// unpublishes it, leaving nothing.
+func TestCSIPluginRestart(t *testing.T) {
+	table := testenv.CopyFixture(t, fixtureAppend)
+	state := t.TempDir()
+	p := startCSI(t, state, nil)
+	v := csiVolume{id: "vol-restart", target: filepath.Join(t.TempDir(), "target"), attrs: map[string]string{"source": "t=" + table}}
+	if err := p.publish(v); err != nil {
+		t.Fatalf("NodePublishVolume: %v\n%s", err, p.log())
+	}
+	pid := p.volumePID(t, v.target)
+	csiCleanup(t, v.target, pid)
+	p.kill()
+	readVersion(t, v.target, "t")
+	if err := os.WriteFile(filepath.Join(v.target, "t", "inbox", "after-kill.parquet"), inboxCases["unpartitioned"].data(t), 0o644); err != nil {
+		t.Errorf("append with the plugin gone: %v", err)
+	}
+	p2 := startCSI(t, state, nil)
+	if !eventually(5*time.Second, func() bool { return strings.Contains(p2.log(), "volume still served") }) {
+		t.Errorf("the restarted plugin did not report the volume:\n%s", p2.log())
+	}
+	if err := p2.publish(v); err != nil {
+		t.Errorf("NodePublishVolume after the restart (kubelet retries): %v", err)
+	}
+	if err := p2.unpublish(v); err != nil {
+		t.Fatalf("NodeUnpublishVolume after the restart: %v\n%s", err, p2.log())
+	}
+	checkUnpublished(t, v.target, pid)
+}
+
+// TestCSIPublishS3 publishes a table in S3 with its credentials in the
+// request's secrets (the plugin's environment has none), reads and
+// appends through the target, unpublishes. Without the secret the same
+// volume fails: the node's credentials are not used.
+func TestCSIPublishS3(t *testing.T) {
+	testenv.RequireFUSE(t)
+	srv := testenv.StartS3(t)
+	if srv == nil {
+		return
+	}
+	testenv.UploadDir(t, srv.URL, "warehouse/basic", testenv.Fixture(t, fixtureAppend))
+	var env []string // the test's environment with the node's credentials
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	p := startCSI(t, t.TempDir(), append(env, "AWS_ACCESS_KEY_ID="+srv.Env["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY="+srv.Env["AWS_SECRET_ACCESS_KEY"]))
+	v := csiVolume{id: "vol-s3", target: filepath.Join(t.TempDir(), "target"),
+		attrs: map[string]string{"source": "t=" + srv.BucketURL("warehouse/basic")}}
+	if err := p.publish(v); status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "nodePublishSecretRef") {
+		t.Errorf("publish without a secret, the node holding credentials: %v; want NotFound naming nodePublishSecretRef", err)
+	}
+	v.secrets = map[string]string{"AWS_ACCESS_KEY_ID": srv.Env["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": srv.Env["AWS_SECRET_ACCESS_KEY"]}
+	pid := p.publishAndAppend(t, v)
+	if err := p.unpublish(v); err != nil {
+		t.Fatalf("NodeUnpublishVolume: %v", err)
+	}
+	checkUnpublished(t, v.target, pid)
+}
