@@ -81,7 +81,7 @@ type Driver struct {
 
 // New returns a Driver and reports the volumes published before it
 // started (by an earlier plugin process): each is logged as still served
-// or as lost (its process gone: reads there fail with ENOTCONN until it
+// or as lost (its process gone: reads there fail with ENOTCONN or ECONNABORTED until it
 // is unpublished).
 func New(opts Options) (*Driver, error) {
 	if opts.Name == "" {
@@ -113,7 +113,7 @@ func (d *Driver) recover() {
 			d.log.Info("csi: volume still served", "volume", r.VolumeID, "target", r.Target, "pid", r.PID)
 			continue
 		}
-		d.log.Error("csi: volume lost its server: reads at its target fail (ENOTCONN) until the pod is restarted",
+		d.log.Error("csi: volume lost its server: reads at its target fail (ENOTCONN, ECONNABORTED) until it is published again and its pods restarted",
 			"volume", r.VolumeID, "target", r.Target, "pid", r.PID)
 	}
 }

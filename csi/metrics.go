@@ -39,7 +39,7 @@ func newMetrics(d *Driver) *metrics {
 	m.volumes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_csi_volumes",
 		Help: "published targets on this node"}, func() float64 { n, _ := m.count(); return float64(n) })
 	m.unserved = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_csi_volumes_lost",
-		Help: "published targets whose process is gone (reads fail with ENOTCONN until unpublished)"},
+		Help: "published targets whose process is gone (reads fail with ENOTCONN or ECONNABORTED until unpublished)"},
 		func() float64 { _, n := m.count(); return float64(n) })
 	m.reg.MustRegister(m.publish, m.unpub, m.volumes, m.unserved)
 	return m

@@ -8,6 +8,10 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +43,7 @@ type csiPlugin struct {
 // startCSI starts `deltafs csi` on stateDir with env (nil: the test's)
 // and connects to it. It is killed when the test ends; the volumes it
 // published are unmounted and their processes ended by csiCleanup.
-func startCSI(t *testing.T, stateDir string, env []string) *csiPlugin {
+func startCSI(t *testing.T, stateDir string, env []string, args ...string) *csiPlugin {
 	t.Helper()
 	testenv.RequireFUSE(t)
 	p := &csiPlugin{stateDir: stateDir, sock: filepath.Join(stateDir, "csi.sock"), logPath: filepath.Join(stateDir, "plugin.log")}
@@ -50,6 +54,7 @@ func startCSI(t *testing.T, stateDir string, env []string) *csiPlugin {
 	defer logf.Close()
 	p.cmd = exec.Command(deltafsBin(t), "csi", "--endpoint", "unix://"+p.sock, "--node-id", "test-node",
 		"--state-dir", stateDir, "--log-level", "debug")
+	p.cmd.Args = append(p.cmd.Args, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if env != nil {
 		p.cmd.Env = env
@@ -199,16 +204,24 @@ func readVersion(t *testing.T, target, name string) string {
 	return link
 }
 
+// mustPublish publishes v and returns the pid of its process, which (and
+// whose mount) the test's end clears if the test did not.
+func (p *csiPlugin) mustPublish(t *testing.T, v csiVolume) int {
+	t.Helper()
+	if err := p.publish(v); err != nil {
+		t.Fatalf("NodePublishVolume %s: %v\n%s", v.id, err, p.log())
+	}
+	pid := p.volumePID(t, v.target)
+	csiCleanup(t, v.target, pid)
+	return pid
+}
+
 // publishAndAppend publishes v (table "t" of fixtureAppend, at v1),
 // reads @latest through the target, appends a file through its inbox and
 // sees @latest move to v2. It returns the volume process's pid.
 func (p *csiPlugin) publishAndAppend(t *testing.T, v csiVolume) int {
 	t.Helper()
-	if err := p.publish(v); err != nil {
-		t.Fatalf("NodePublishVolume: %v\n%s", err, p.log())
-	}
-	pid := p.volumePID(t, v.target)
-	csiCleanup(t, v.target, pid)
+	pid := p.mustPublish(t, v)
 	if got := readVersion(t, v.target, "t"); got != "@v1" {
 		t.Errorf("@latest -> %s, want @v1", got)
 	}
@@ -226,7 +239,8 @@ func (p *csiPlugin) publishAndAppend(t *testing.T, v csiVolume) int {
 // left) and unpublishes again; then the same table read-only.
 func TestCSIPublishLocal(t *testing.T) {
 	table := testenv.CopyFixture(t, fixtureAppend)
-	p := startCSI(t, t.TempDir(), nil)
+	metricsSock := filepath.Join(t.TempDir(), "metrics.sock")
+	p := startCSI(t, t.TempDir(), nil, "--metrics-addr", "unix:"+metricsSock)
 	v := csiVolume{id: "vol-local", target: filepath.Join(t.TempDir(), "pod", "mount"),
 		attrs: map[string]string{"source": "t=" + table, "cache-size": "1G", "umask": "022",
 			"csi.storage.k8s.io/pod.name": "reader"}}
@@ -235,6 +249,8 @@ func TestCSIPublishLocal(t *testing.T) {
 		t.Errorf("the append is not in the table: %v", err)
 	}
 	checkStatus(t, v)
+	checkMetrics(t, metricsSock, `deltafs_csi_publish_total{result="ok"} 1`, `deltafs_csi_volumes 1`,
+		`deltafs_commits_total{table="t",volume="vol-local"} 1`)
 	if err := p.publish(v); err != nil {
 		t.Errorf("NodePublishVolume again: %v", err)
 	}
@@ -255,11 +271,7 @@ func TestCSIPublishLocal(t *testing.T) {
 	}
 
 	ro := csiVolume{id: "vol-ro", target: filepath.Join(t.TempDir(), "ro"), attrs: map[string]string{"source": "t=" + table}, readOnly: true}
-	if err := p.publish(ro); err != nil {
-		t.Fatalf("NodePublishVolume readonly: %v", err)
-	}
-	roPID := p.volumePID(t, ro.target)
-	csiCleanup(t, ro.target, roPID)
+	roPID := p.mustPublish(t, ro)
 	readVersion(t, ro.target, "t")
 	err := os.WriteFile(filepath.Join(ro.target, "t", "inbox", "new.parquet"), []byte("PAR1"), 0o644)
 	if err == nil {
@@ -286,6 +298,70 @@ func checkStatus(t *testing.T, v csiVolume) {
 	if err := json.Unmarshal(data, &st); err != nil || st.Mount.Volume != v.id {
 		t.Errorf("status file names volume %q (%v), want %q:\n%s", st.Mount.Volume, err, v.id, data)
 	}
+}
+
+// checkMetrics scrapes the plugin's metrics on a Unix socket and checks
+// that each line of want is there.
+func checkMetrics(t *testing.T, socket string, want ...string) {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}}}
+	resp, err := c.Get("http://plugin/metrics")
+	if err != nil {
+		t.Fatalf("scrape the plugin: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, w := range want {
+		if !strings.Contains(string(body), "\n"+w+"\n") {
+			t.Errorf("the plugin's metrics lack %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", body)
+	}
+}
+
+// publishThenKillPlugin publishes a copy of fixtureAppend as volume id
+// with a plugin on a fresh state dir, then kills the plugin (SIGKILL).
+// It returns the state dir, the volume and the volume process's pid.
+func publishThenKillPlugin(t *testing.T, id string) (string, csiVolume, int) {
+	t.Helper()
+	table := testenv.CopyFixture(t, fixtureAppend)
+	state := t.TempDir()
+	p := startCSI(t, state, nil)
+	v := csiVolume{id: id, target: filepath.Join(t.TempDir(), "target"), attrs: map[string]string{"source": "t=" + table}}
+	pid := p.mustPublish(t, v)
+	p.kill()
+	return state, v, pid
+}
+
+// TestCSILostVolume: a volume whose process died (killed) answers
+// ENOTCONN or ECONNABORTED (the kernel's choice); a restarted plugin
+// reports it lost; publishing it again mounts it afresh, and
+// unpublishing leaves nothing.
+func TestCSILostVolume(t *testing.T) {
+	state, v, pid := publishThenKillPlugin(t, "vol-lost")
+	syscall.Kill(pid, syscall.SIGKILL)
+	if !eventually(5*time.Second, func() bool { return processGone(pid) }) {
+		t.Fatalf("volume process %d survived SIGKILL", pid)
+	}
+	if _, err := os.Stat(filepath.Join(v.target, "t")); !errors.Is(err, syscall.ENOTCONN) && !errors.Is(err, syscall.ECONNABORTED) {
+		t.Errorf("a volume whose process died: %v, want ENOTCONN or ECONNABORTED", err)
+	}
+	p2 := startCSI(t, state, nil)
+	if !eventually(5*time.Second, func() bool { return strings.Contains(p2.log(), "volume lost its server") }) {
+		t.Errorf("the restarted plugin did not report the lost volume:\n%s", p2.log())
+	}
+	pid2 := p2.mustPublish(t, v)
+	readVersion(t, v.target, "t")
+	if err := p2.unpublish(v); err != nil {
+		t.Fatalf("NodeUnpublishVolume: %v", err)
+	}
+	checkUnpublished(t, v.target, pid2)
 }
 
 // TestCSIBadRequests: missing fields, a source that is not a table,
@@ -332,16 +408,7 @@ func TestCSIBadRequests(t *testing.T) {
 // unpublish: the volume stays served, the next plugin finds it and
 // unpublishes it, leaving nothing.
 func TestCSIPluginRestart(t *testing.T) {
-	table := testenv.CopyFixture(t, fixtureAppend)
-	state := t.TempDir()
-	p := startCSI(t, state, nil)
-	v := csiVolume{id: "vol-restart", target: filepath.Join(t.TempDir(), "target"), attrs: map[string]string{"source": "t=" + table}}
-	if err := p.publish(v); err != nil {
-		t.Fatalf("NodePublishVolume: %v\n%s", err, p.log())
-	}
-	pid := p.volumePID(t, v.target)
-	csiCleanup(t, v.target, pid)
-	p.kill()
+	state, v, pid := publishThenKillPlugin(t, "vol-restart")
 	readVersion(t, v.target, "t")
 	if err := os.WriteFile(filepath.Join(v.target, "t", "inbox", "after-kill.parquet"), inboxCases["unpartitioned"].data(t), 0o644); err != nil {
 		t.Errorf("append with the plugin gone: %v", err)
