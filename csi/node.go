@@ -56,6 +56,9 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 	pid, err := d.opts.Mounter.Mount(ctx, v)
 	if err != nil {
 		d.metrics.published(err)
+		// A process that mounted and then failed (or was ended by ctx)
+		// may leave its mount behind: nothing stays mounted.
+		d.opts.Mounter.Unmount(context.WithoutCancel(ctx), v.Target, 0)
 		os.RemoveAll(v.Dir)
 		return nil, publishError(v, err)
 	}
@@ -82,6 +85,10 @@ func checkPublish(req *csipb.NodePublishVolumeRequest) (*Volume, error) {
 		return nil, status.Error(codes.InvalidArgument, "deltafs volumes are file systems: block access is not supported")
 	case !filepath.IsAbs(req.GetTargetPath()):
 		return nil, status.Errorf(codes.InvalidArgument, "target_path %q is not absolute", req.GetTargetPath())
+	case req.GetVolumeContext()[podInfoPrefix+"ephemeral"] == "true":
+		// An inline volume is written by whoever writes the pod: it could
+		// name any path on the node, or ask for the node's identity.
+		return nil, status.Error(codes.InvalidArgument, "inline (ephemeral) volumes are not supported: use a PersistentVolume, which an administrator writes")
 	}
 	v := &Volume{ID: req.GetVolumeId(), Target: filepath.Clean(req.GetTargetPath()), ReadOnly: req.GetReadonly(),
 		Attributes: attributes(req.GetVolumeContext()), Secrets: req.GetSecrets()}

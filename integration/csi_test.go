@@ -96,8 +96,11 @@ type csiVolume struct {
 	readOnly bool
 }
 
-func (p *csiPlugin) publish(v csiVolume) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+func (p *csiPlugin) publish(v csiVolume) error { return p.publishWithin(v, 90*time.Second) }
+
+// publishWithin is publish with the kubelet's deadline d.
+func (p *csiPlugin) publishWithin(v csiVolume, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	_, err := p.node.NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{
 		VolumeId: v.id, TargetPath: v.target, Readonly: v.readOnly, VolumeContext: v.attrs, Secrets: v.secrets,
@@ -384,6 +387,7 @@ func TestCSIBadRequests(t *testing.T) {
 		{"not a table", csiVolume{id: "v", target: target, attrs: map[string]string{"source": "t=" + notTable}}, codes.NotFound, "_delta_log"},
 		{"process flag", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable, "log-file": "/etc/passwd"}}, codes.InvalidArgument, "log-file"},
 		{"bad size", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable, "cache-size": "lots"}}, codes.InvalidArgument, "cache-size"},
+		{"inline volume", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable, "csi.storage.k8s.io/ephemeral": "true"}}, codes.InvalidArgument, "PersistentVolume"},
 		{"unknown secret", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable}, secrets: map[string]string{"PASSWORD": "x"}}, codes.InvalidArgument, "PASSWORD"},
 	}
 	for _, c := range cases {
@@ -402,6 +406,61 @@ func TestCSIBadRequests(t *testing.T) {
 	if _, err := p.node.NodePublishVolume(context.Background(), &csipb.NodePublishVolumeRequest{VolumeId: "v", TargetPath: target}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("no capability: %v, want InvalidArgument", err)
 	}
+}
+
+// TestCSIPublishGivenUp: a publish whose store never answers ends at the
+// caller's deadline (DEADLINE_EXCEEDED) with its process ended and
+// nothing mounted, so that the kubelet's retry starts clean.
+func TestCSIPublishGivenUp(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() { // accepts and never answers
+		var held []net.Conn
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	p := startCSI(t, t.TempDir(), nil)
+	v := csiVolume{id: "vol-stuck", target: filepath.Join(t.TempDir(), "target"),
+		attrs:   map[string]string{"source": "t=s3://b/t?endpoint=http://" + l.Addr().String() + "&use_path_style=true&disable_https=true&region=us-east-1"},
+		secrets: map[string]string{"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}}
+	start := time.Now()
+	if err := p.publishWithin(v, 2*time.Second); status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("publish against a store that never answers: %v, want DeadlineExceeded", err)
+	}
+	if !eventually(10*time.Second, func() bool { return len(processesServing(v.target)) == 0 }) {
+		t.Errorf("processes %v still serve %s %v after the deadline", processesServing(v.target), v.target, time.Since(start))
+	}
+	if isMountPoint(t, v.target) {
+		t.Errorf("%s is mounted after a publish given up", v.target)
+	}
+}
+
+// processesServing lists the pids whose last argument is target.
+func processesServing(target string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if err == nil && args[len(args)-1] == target {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			if !processGone(pid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
 
 // TestCSIPluginRestart kills the plugin (kill -9) between publish and

@@ -37,8 +37,11 @@ func (m *csiMounter) Mount(ctx context.Context, v *csi.Volume) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cmd, err := startBackground(args, env, m.out)
+	cmd, err := startBackground(ctx, args, env, m.out)
 	if err != nil {
+		if ctx.Err() != nil {
+			return 0, err // the caller gave up: DEADLINE_EXCEEDED, kubelet retries
+		}
 		if len(v.Secrets) == 0 && v.Attributes[csi.AttrNodeCredentials] != "true" {
 			err = fmt.Errorf("%w (the volume has no nodePublishSecretRef secret: an object store is read without credentials)", err)
 		}

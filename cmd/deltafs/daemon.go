@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +38,7 @@ func daemonize(args []string, logFile string) error {
 		return err
 	}
 	defer out.Close()
-	cmd, err := startBackground(args, os.Environ(), out)
+	cmd, err := startBackground(context.Background(), args, os.Environ(), out)
 	if err != nil {
 		var early *exitedEarly
 		if errors.As(err, &early) {
@@ -68,8 +69,8 @@ func (e *exitedEarly) Error() string {
 // (its own session, so that it outlives its starter and the starter's
 // signals) with env and its output to out, and returns once the process
 // reports the mount served (the started command) or failed (its reason,
-// the process reaped).
-func startBackground(args, env []string, out *os.File) (*exec.Cmd, error) {
+// the process reaped). If ctx ends first, the process is killed.
+func startBackground(ctx context.Context, args, env []string, out *os.File) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -88,12 +89,24 @@ func startBackground(args, env []string, out *os.File) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
+	said := make(chan struct{})
+	defer close(said)
+	go func() {
+		select {
+		case <-ctx.Done():
+			cmd.Process.Kill() // its pipe closes: the read below ends
+		case <-said:
+		}
+	}()
 	msg, _ := bufio.NewReader(r).ReadString('\n')
 	msg = strings.TrimSpace(msg)
 	if msg == "ready" {
 		return cmd, nil
 	}
 	werr := cmd.Wait()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("not ready in time: %w", ctx.Err())
+	}
 	if after, ok := strings.CutPrefix(msg, "error: "); ok {
 		return nil, errors.New(after)
 	}
