@@ -94,6 +94,7 @@ type csiVolume struct {
 	attrs    map[string]string
 	secrets  map[string]string
 	readOnly bool
+	group    string // the pod's fsGroup (volume_mount_group)
 }
 
 func (p *csiPlugin) publish(v csiVolume) error { return p.publishWithin(v, 90*time.Second) }
@@ -105,7 +106,7 @@ func (p *csiPlugin) publishWithin(v csiVolume, d time.Duration) error {
 	_, err := p.node.NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{
 		VolumeId: v.id, TargetPath: v.target, Readonly: v.readOnly, VolumeContext: v.attrs, Secrets: v.secrets,
 		VolumeCapability: &csipb.VolumeCapability{
-			AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}},
+			AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{VolumeMountGroup: v.group}},
 			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER},
 		}})
 	return err
@@ -197,6 +198,8 @@ func readVersion(t *testing.T, target, name string) string {
 		t.Fatalf("read through the target: %v", err)
 	}
 	files, _ := filepath.Glob(filepath.Join(target, name, link, "*.parquet"))
+	more, _ := filepath.Glob(filepath.Join(target, name, link, "*", "*.parquet")) // partitions
+	files = append(files, more...)
 	if len(files) == 0 {
 		t.Fatalf("no data file in %s/%s", name, link)
 	}
@@ -273,9 +276,15 @@ func TestCSIPublishLocal(t *testing.T) {
 		t.Errorf("the log never names the volume:\n%s", p.log())
 	}
 
-	ro := csiVolume{id: "vol-ro", target: filepath.Join(t.TempDir(), "ro"), attrs: map[string]string{"source": "t=" + table}, readOnly: true}
+	// Read-only, two tables from a config, the pod's fsGroup as the files' group.
+	config := "tables:\n  - t=" + table + "\n  - name: p\n    url: " + testenv.Fixture(t, fixturePartitioned) + "\nsnapshot-cache: 64M\n"
+	ro := csiVolume{id: "vol-ro", target: filepath.Join(t.TempDir(), "ro"), attrs: map[string]string{"config": config}, readOnly: true, group: "4242"}
 	roPID := p.mustPublish(t, ro)
 	readVersion(t, ro.target, "t")
+	readVersion(t, ro.target, "p")
+	if st, err := os.Stat(filepath.Join(ro.target, "t")); err != nil || st.Sys().(*syscall.Stat_t).Gid != 4242 {
+		t.Errorf("the volume_mount_group is not the files' group: %v", err)
+	}
 	err := os.WriteFile(filepath.Join(ro.target, "t", "inbox", "new.parquet"), []byte("PAR1"), 0o644)
 	if err == nil {
 		t.Errorf("a readonly volume took a write into its inbox")
@@ -386,6 +395,7 @@ func TestCSIBadRequests(t *testing.T) {
 		{"missing table", csiVolume{id: "v", target: target, attrs: map[string]string{"source": filepath.Join(notTable, "nope")}}, codes.NotFound, "nope"},
 		{"not a table", csiVolume{id: "v", target: target, attrs: map[string]string{"source": "t=" + notTable}}, codes.NotFound, "_delta_log"},
 		{"process flag", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable, "log-file": "/etc/passwd"}}, codes.InvalidArgument, "log-file"},
+		{"process flag in config", csiVolume{id: "v", target: target, attrs: map[string]string{"config": "tables: [" + notTable + "]\nmetrics-addr: :1\n"}}, codes.InvalidArgument, "metrics-addr"},
 		{"bad size", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable, "cache-size": "lots"}}, codes.InvalidArgument, "cache-size"},
 		{"inline volume", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable, "csi.storage.k8s.io/ephemeral": "true"}}, codes.InvalidArgument, "PersistentVolume"},
 		{"unknown secret", csiVolume{id: "v", target: target, attrs: map[string]string{"source": notTable}, secrets: map[string]string{"PASSWORD": "x"}}, codes.InvalidArgument, "PASSWORD"},

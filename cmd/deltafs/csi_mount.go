@@ -73,7 +73,7 @@ func (m *csiMounter) mountArgs(v *csi.Volume) ([]string, error) {
 			set = append(set, mf.settings...)
 		case csi.AttrNodeCredentials:
 		default:
-			set = append(set, setting{name: k, value: val, where: "volume attribute " + k})
+			set = append(set, setting{name: k, value: val, where: "volume attributes"})
 		}
 	}
 	if len(sources) == 0 {
@@ -90,10 +90,10 @@ func (m *csiMounter) mountArgs(v *csi.Volume) ([]string, error) {
 	sort.Slice(set, func(i, j int) bool { return set[i].name < set[j].name })
 	for _, s := range set {
 		if !isVolumeFlag(s.name) {
-			return nil, fmt.Errorf("%w: %s: %w (a volume may set %s)", csi.ErrInvalid, s.where, errVolume, volumeFlagList())
+			return nil, fmt.Errorf("%w: %s: %s: %w (a volume may set %s)", csi.ErrInvalid, s.where, s.name, errVolume, volumeFlagList())
 		}
 		if err := flags.Set(s.name, s.value); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", csi.ErrInvalid, s.where, err)
+			return nil, fmt.Errorf("%w: %s: %s: %v", csi.ErrInvalid, s.where, s.name, err)
 		}
 		args = append(args, "--"+s.name+"="+s.value)
 	}
