@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/parquet-go/parquet-go"
 )
 

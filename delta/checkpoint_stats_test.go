@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // duckJSON runs a query in DuckDB (node API) and returns its rows.

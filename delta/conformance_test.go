@@ -9,8 +9,8 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/fixturecheck"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/fixturecheck"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // mustRefuse lists the fixtures a correct reader refuses (see the

@@ -20,7 +20,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // goldenDVTable is the table holding the 43-byte DV file of PROTOCOL.md "Deletion Vector File Storage Format".

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // memStore is a read-only Storage over a map of keys to bytes.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go/format"
 
-	"github.com/deltafs/deltafs/internal/hostilepq"
+	"github.com/deltafs/deltafs/internal/testkit/hostilepq"
 )
 
 // A few bytes claiming a 3 GiB footer: the checkpoint reader refuses them

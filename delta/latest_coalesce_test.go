@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // Concurrent Latest calls share their LISTs (issue 21: each inbox create

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 func sp(s string) *string { return &s }

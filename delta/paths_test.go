@@ -11,7 +11,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 func TestResolvePath(t *testing.T) {

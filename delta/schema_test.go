@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // fixtureCommit is one parsed commit file of a fixture table.

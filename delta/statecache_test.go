@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/scalegen"
+	"github.com/deltafs/deltafs/internal/testkit/scalegen"
 )
 
 // liveKeys lists a snapshot's live files as sorted "path dv" strings.

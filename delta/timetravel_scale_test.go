@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/scalegen"
+	"github.com/deltafs/deltafs/internal/testkit/scalegen"
 )
 
 // requestCounter counts the requests made to a Storage, by kind.

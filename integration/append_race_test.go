@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // raceAppend is one append of the race: the files and the version its

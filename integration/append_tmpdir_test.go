@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 func TestAppendTMPDIRElsewhere(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the generated part of docs/architecture.md")
@@ -90,7 +90,7 @@ func archPicture(imports map[string][]string) string {
 	}
 	for _, p := range archPackages {
 		deps := slices.Clone(imports[p])
-		deps = slices.DeleteFunc(deps, func(d string) bool { return strings.HasPrefix(d, "internal/testenv") })
+		deps = slices.DeleteFunc(deps, func(d string) bool { return strings.HasPrefix(d, "internal/testkit/testenv") })
 		slices.SortFunc(deps, func(a, b string) int { return slices.Index(archPackages, a) - slices.Index(archPackages, b) })
 		deps = slices.Compact(deps)
 		arrow := "(nothing of ours)"

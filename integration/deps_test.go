@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 const module = "github.com/deltafs/deltafs"
@@ -51,7 +51,8 @@ var layerRules = []layerRule{
 	{layer: "pqfile", forbidden: []string{goFuse, goCloud}},
 	{layer: "blobcache", mayImport: []string{durable}, forbidden: []string{goFuse}},
 	{layer: durable},
-	{layer: "internal/testenv"},
+	{layer: "internal/sample", mayImport: []string{"delta", "pqfile"}, forbidden: []string{goFuse}},
+	{layer: testkit, anything: true},
 }
 
 // in reports whether rel (a path relative to the module) is layer or below it.
@@ -69,9 +70,20 @@ func ruleFor(rel string) *layerRule {
 	return nil
 }
 
-// testHelpers are packages for tests only (they import "testing", or serve
-// only tests, like powerfs): only tests and each other may import them.
-var testHelpers = map[string]bool{"internal/testenv": true, "internal/fixturecheck": true, "internal/powerfs": true, "internal/hostilepq": true}
+// testkit holds the packages for tests and benchmarks only (testenv,
+// scalegen, faultstore, powerfs, hostilepq, fixturecheck): only tests,
+// benchmark harnesses (bench/) and each other may import them, so that no
+// package of the program links a test helper.
+const testkit = "internal/testkit"
+
+// isTestHelper reports whether rel is a test helper's package.
+func isTestHelper(rel string) bool { return in(rel, testkit) }
+
+// mayUseTestHelpers reports whether rel may import a test helper: the
+// helpers themselves, the integration tests and the benchmark harnesses.
+func mayUseTestHelpers(rel string) bool {
+	return isTestHelper(rel) || in(rel, "integration") || in(rel, "bench")
+}
 
 // violations returns one message per forbidden arrow from pkg (an import
 // path) to its transitive non-test dependencies deps.
@@ -87,7 +99,7 @@ func violationsDirect(pkg string, deps, imports []string) []string {
 	var out []string
 	for _, dep := range deps {
 		d := strings.TrimPrefix(dep, module+"/")
-		if testHelpers[d] && !testHelpers[rel] {
+		if isTestHelper(d) && !mayUseTestHelpers(rel) {
 			out = append(out, fmt.Sprintf("%s -> %s: only tests may import %s", rel, d, d))
 		}
 	}
@@ -102,7 +114,7 @@ func violationsDirect(pkg string, deps, imports []string) []string {
 	}
 	for _, imp := range imports {
 		depRel, ours := strings.CutPrefix(imp, module+"/")
-		if !ours || r.direct == nil || in(depRel, r.layer) || testHelpers[depRel] {
+		if !ours || r.direct == nil || in(depRel, r.layer) || isTestHelper(depRel) {
 			continue
 		}
 		if !slices.ContainsFunc(r.direct, func(l string) bool { return in(depRel, l) }) {
@@ -116,8 +128,8 @@ func violationsDirect(pkg string, deps, imports []string) []string {
 // it, else "".
 func (r *layerRule) check(rel, dep string) string {
 	if depRel, ours := strings.CutPrefix(dep, module+"/"); ours {
-		if r.anything || in(depRel, r.layer) || depRel == "internal/testenv" {
-			return "" // testenv arrows are reported for every package above
+		if r.anything || in(depRel, r.layer) || isTestHelper(depRel) {
+			return "" // test helper arrows are reported for every package above
 		}
 		if !slices.ContainsFunc(r.mayImport, func(l string) bool { return in(depRel, l) }) {
 			return fmt.Sprintf("%s -> %s: %s may import only %v of ours", rel, depRel, r.layer, r.mayImport)
@@ -212,8 +224,16 @@ func TestArrowRules(t *testing.T) {
 		{m("blobcache"), goCloud + "/blob", ""},
 		{m("blobcache"), m("delta"), "blobcache -> delta"},
 		{m("blobcache"), goFuse + "/v2/fs", "blobcache -> github.com/hanwen/go-fuse/v2/fs"},
-		{m("internal/testenv"), m("delta"), "internal/testenv -> delta"},
-		{m("mount"), m("internal/testenv"), "only tests may import internal/testenv"},
+		{m("mount"), m("internal/testkit/testenv"), "only tests may import internal/testkit/testenv"},
+		{m("delta"), m("internal/testkit/scalegen"), "only tests may import internal/testkit/scalegen"},
+		{m("cmd/deltafs"), m("internal/testkit/faultstore"), "only tests may import internal/testkit/faultstore"},
+		{m("writeback"), m("internal/testkit/hostilepq"), "only tests may import internal/testkit/hostilepq"},
+		{m("bench/scalebench"), m("internal/testkit/scalegen"), ""},
+		{m("internal/testkit/fixturecheck"), m("internal/testkit/testenv"), ""},
+		{m("cmd/deltafs"), m("internal/sample"), ""},
+		{m("internal/sample"), m("delta"), ""},
+		{m("internal/sample"), m("mount"), "internal/sample -> mount"},
+		{m("writeback"), m("internal/durable"), ""},
 		{m("integration"), m("mount"), ""},
 		{"example.com/other", m("mount"), ""},
 	} {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // docs/development.md says what `make test` runs: the Makefile's

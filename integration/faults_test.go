@@ -1,7 +1,7 @@
 package integration
 
 // Fault injection over every fixture: the engine and the block cache read
-// through internal/faultstore, which fails requests, times them out, cuts
+// through internal/testkit/faultstore, which fails requests, times them out, cuts
 // bodies short and serves stale listings at random. Whatever they return
 // must be exactly what a clean read returns; failures are allowed while
 // faults last, and once faults stop everything must read again (no cache
@@ -20,8 +20,8 @@ import (
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/faultstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/faultstore"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // faultRates is the mix of faults of the fault tests.

@@ -19,7 +19,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
 )
 

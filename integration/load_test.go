@@ -36,7 +36,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // loadPlan sizes one load run.

@@ -39,7 +39,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"pgregory.net/rapid"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
 	"github.com/deltafs/deltafs/writeback"
 )

@@ -24,7 +24,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/sample"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // demoReadyLine is what `deltafs demo` prints once the mount serves.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/posixtest"
 	"golang.org/x/sys/unix"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/scalegen"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/scalegen"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
 )
 

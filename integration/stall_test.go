@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
 )
 

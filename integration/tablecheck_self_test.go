@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // auditRecorder is a testing.TB that records failures instead of

@@ -14,7 +14,7 @@ import (
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/serve"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // Tests that an acknowledgement (close() or rename() returning 0) is

@@ -6,7 +6,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // staleTable answers Latest with a fixed snapshot, as a Latest call that

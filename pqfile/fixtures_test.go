@@ -14,7 +14,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/parquet-go/parquet-go/format"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // fixtureTables are real tables written by Spark, delta-rs and delta-kernel whose data files

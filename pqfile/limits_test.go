@@ -9,7 +9,7 @@ import (
 
 	"github.com/parquet-go/parquet-go/format"
 
-	"github.com/deltafs/deltafs/internal/hostilepq"
+	"github.com/deltafs/deltafs/internal/testkit/hostilepq"
 )
 
 func limitsFile(n int) hostilepq.File {

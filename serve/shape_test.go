@@ -8,7 +8,7 @@ import (
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // openFixture returns a serve.Table of a shared fixture and its latest snapshot.

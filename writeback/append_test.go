@@ -12,7 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 func ptr[T any](v T) *T { return &v }

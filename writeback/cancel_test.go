@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // A commit put cut short by a cancelled context may have stored the

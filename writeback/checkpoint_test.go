@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // 25 appends to a row-tracking table at version 0 leave checkpoints at 10

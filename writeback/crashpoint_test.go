@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 func TestParseCrashPoint(t *testing.T) {

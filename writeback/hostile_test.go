@@ -10,7 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go/format"
 
-	"github.com/deltafs/deltafs/internal/hostilepq"
+	"github.com/deltafs/deltafs/internal/testkit/hostilepq"
 	"github.com/deltafs/deltafs/pqfile"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // 8 writers, each with its own Table and Committer (as separate processes

@@ -11,7 +11,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // validateFuzzTables are the tables inbox files are validated against:

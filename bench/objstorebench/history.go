@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/scalegen"
+	"github.com/deltafs/deltafs/internal/testkit/scalegen"
 )
 
 // benchHistory: the first `ls TABLE` of a table with a long history in S3

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/bench/internal/report"
-	"github.com/deltafs/deltafs/internal/scalegen"
+	"github.com/deltafs/deltafs/internal/testkit/scalegen"
 )
 
 // sizes of the generated tables. "full" is the issue's: 100,000 commits, a

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/scalegen"
+	"github.com/deltafs/deltafs/internal/testkit/scalegen"
 )
 
 // runGen is `scalebench gen`: write one table, for trying things by hand.

@@ -15,7 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/sample"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 func TestFUSEMissing(t *testing.T) {

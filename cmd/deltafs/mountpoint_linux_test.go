@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 func mountedAt(t *testing.T, dir string) string {

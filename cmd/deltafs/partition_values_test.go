@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // duckdbExec runs SQL statements in DuckDB (node API).

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // Every usage error (missing arguments, a bad flag) exits 2, whatever

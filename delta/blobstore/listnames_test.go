@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // sizedOnly hides the NameLister capability of a Store, so that the log is

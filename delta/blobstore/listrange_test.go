@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/internal/scalegen"
+	"github.com/deltafs/deltafs/internal/testkit/scalegen"
 )
 
 // countingRanges counts the ranged listings made through it.

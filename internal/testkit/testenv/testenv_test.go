@@ -89,8 +89,8 @@ func TestRepoRootIsThisModule(t *testing.T) {
 	if !strings.HasPrefix(string(data), "module github.com/deltafs/deltafs\n") {
 		t.Errorf("RepoRoot = %s, whose go.mod is not deltafs's", root)
 	}
-	if wd, _ := os.Getwd(); filepath.Join(root, "internal", "testenv") != wd {
-		t.Errorf("RepoRoot = %s, not two levels above the package dir %s", root, wd)
+	if wd, _ := os.Getwd(); filepath.Join(root, "internal", "testkit", "testenv") != wd {
+		t.Errorf("RepoRoot = %s, not three levels above the package dir %s", root, wd)
 	}
 }
 

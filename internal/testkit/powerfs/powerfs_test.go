@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/internal/durable"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // mounted serves f on a temp dir; remount unmounts, applies a power loss

@@ -18,7 +18,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/delta"
-	"github.com/deltafs/deltafs/internal/testenv"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // Table checks tbl against fixture name. snap is tbl's latest snapshot.
