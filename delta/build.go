@@ -37,9 +37,7 @@ func (t *Table) build(ctx context.Context, v int64, hint *logListing) (*Snapshot
 			if errors.Is(err, ErrCorruptLog) || errors.Is(err, ErrNotExist) {
 				if attempt < 8 && seg.CheckpointVersion >= 0 {
 					// Unreadable checkpoint: remember it and use an older one.
-					t.mu.Lock()
-					t.bad[seg.CheckpointVersion] = true
-					t.mu.Unlock()
+					t.bad.mark(seg.CheckpointVersion)
 					if skipped == nil {
 						skipped = fmt.Errorf("checkpoint %d: %w", seg.CheckpointVersion, err)
 					}
@@ -181,9 +179,7 @@ func (t *Table) baseState(ctx context.Context, seg *LogSegment) (*tableState, in
 // from findSegment.
 func (t *Table) segmentOf(ctx context.Context, v int64, hint *logListing) (*LogSegment, *logListing, error) {
 	if hint != nil {
-		t.mu.Lock()
-		bad := cloneBad(t.bad)
-		t.mu.Unlock()
+		bad := t.bad.live()
 		seg, err := hint.segment(v, bad)
 		if errors.Is(err, errNeedEarlier) {
 			seg, err = t.extendLatest(hint, v, bad)
@@ -230,8 +226,9 @@ func (t *Table) extendLatest(hint *logListing, v int64, bad map[int64]bool) (*Lo
 // so that a long log is never listed whole when a checkpoint is known.
 func (t *Table) findSegment(ctx context.Context, v int64) (*LogSegment, *logListing, error) {
 	t.mu.Lock()
-	full, bad := t.full, cloneBad(t.bad)
+	full := t.full
 	t.mu.Unlock()
+	bad := t.bad.live()
 	if full != nil && v <= full.maxV {
 		seg, err := full.segment(v, bad)
 		return seg, full, err
@@ -261,14 +258,6 @@ func (t *Table) findSegment(ctx context.Context, v int64) (*LogSegment, *logList
 		}
 		from = max(0, from-window)
 	}
-}
-
-func cloneBad(m map[int64]bool) map[int64]bool {
-	out := make(map[int64]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func (t *Table) rememberFull(l *logListing) {

@@ -89,10 +89,11 @@ type Table struct {
 	states  *budgetLRU[stateKey, *cachedState] // snapshots and bare states (shared, see Caches)
 	commits *budgetLRU[commitKey, *commitFile] // parsed commits (shared)
 
+	bad badCheckpoints // checkpoints that failed to read, for a while (own lock)
+
 	mu      sync.Mutex
 	latest  *Snapshot              // guarded by mu: newest snapshot built
 	full    *logListing            // guarded by mu: listing from version 0, once made
-	bad     map[int64]bool         // guarded by mu: checkpoints that failed to read
 	flights map[int64]*buildFlight // guarded by mu: builds in progress
 	icts    map[int64]int64        // guarded by mu: in-commit timestamps read, by version
 	// Concurrent Latest calls are coalesced (see Latest): running is the
@@ -128,7 +129,7 @@ func Open(store Storage, opts Options) *Table {
 	return &Table{
 		store: store, name: store.String(),
 		states: c.states, commits: c.commits,
-		bad: map[int64]bool{}, flights: map[int64]*buildFlight{}, icts: map[int64]int64{},
+		flights: map[int64]*buildFlight{}, icts: map[int64]int64{},
 	}
 }
 

@@ -83,10 +83,7 @@ func TestTruncatedCheckpointIsNotRememberedBad(t *testing.T) {
 	if _, err := table.Snapshot(ctx, cp.Version); !errors.Is(err, io.ErrUnexpectedEOF) && err != nil {
 		t.Fatalf("truncated checkpoint: err = %v, want io.ErrUnexpectedEOF or a replay from the commits", err)
 	}
-	table.mu.Lock()
-	bad := table.bad[cp.Version]
-	table.mu.Unlock()
-	if bad {
+	if table.bad.live()[cp.Version] {
 		t.Fatalf("checkpoint %d remembered as bad after a transient truncated read", cp.Version)
 	}
 	healed = true
