@@ -163,6 +163,13 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 		}
 		return VersionInfo{}, t.wrap(v, nf)
 	}
+	if f.Key != "" && latest != nil && ictApplies(latest.Metadata(), v) {
+		ms, err := t.ictOf(ctx, f)
+		if err != nil {
+			return VersionInfo{}, t.wrap(v, err)
+		}
+		return VersionInfo{Version: v, ModTime: time.UnixMilli(ms).UTC()}, nil
+	}
 	if f.Key != "" && f.ModTime.IsZero() { // listed by name: stat it now
 		o, err := t.store.Stat(ctx, f.Key)
 		if err != nil && !errors.Is(err, ErrNotExist) {
@@ -170,16 +177,26 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 		}
 		f.ModTime = o.ModTime
 	}
-	info := VersionInfo{Version: v, ModTime: f.ModTime}
-	if f.Key == "" || latest == nil || !ictApplies(latest.Metadata(), v) {
-		return info, nil
+	return VersionInfo{Version: v, ModTime: f.ModTime}, nil
+}
+
+// VersionsIn describes versions from..to as Version does, one answer per
+// version: infos[i] and errs[i] are Version's answer for from+i. The
+// in-commit timestamps it needs are read in parallel, so a listing of a
+// long history (READDIRPLUS of a table directory asks for its @vN a
+// batch at a time) costs one round of reads per batch rather than one per
+// version. Only a cancelled ctx fails the whole call.
+func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []VersionInfo, errs []error, err error) {
+	if to < from {
+		return nil, nil, nil
 	}
-	ms, err := t.ictOf(ctx, f)
-	if err != nil {
-		return VersionInfo{}, t.wrap(v, err)
-	}
-	info.ModTime = time.UnixMilli(ms).UTC()
-	return info, nil
+	n := int(to - from + 1)
+	infos, errs = make([]VersionInfo, n), make([]error, n)
+	err = parallel(ctx, n, func(ctx context.Context, i int) error {
+		infos[i], errs[i] = t.Version(ctx, from+int64(i))
+		return ctx.Err()
+	})
+	return infos, errs, err
 }
 
 // commitOf finds whether v is reconstructable and its commit file (a zero
@@ -196,7 +213,9 @@ func (t *Table) commitOf(ctx context.Context, latest *Snapshot, v int64) (LogFil
 	t.mu.Lock()
 	full := t.full
 	t.mu.Unlock()
-	if full == nil || v > full.latestVersion() {
+	// latestVersion looks at every checkpoint: maxV, a lower bound of it,
+	// settles most calls (a listing of the history asks once per version).
+	if full == nil || v > full.maxV && v > full.latestVersion() {
 		var err error
 		if full, err = t.fullListing(ctx); err != nil {
 			return LogFile{}, false, err

@@ -35,6 +35,10 @@ type Table interface {
 	// error wrapping delta.ErrVersionNotFound when it is not
 	// reconstructable, else its commit time.
 	Version(ctx context.Context, version int64) (delta.VersionInfo, error)
+	// VersionsIn is Version for each version of from..to (errs[i] is the
+	// answer's error for from+i), reading what it needs in parallel; only
+	// a cancelled ctx fails it whole.
+	VersionsIn(ctx context.Context, from, to int64) (infos []delta.VersionInfo, errs []error, err error)
 	// VersionAt returns the version as of a time (delta's rule).
 	VersionAt(ctx context.Context, ts time.Time) (int64, error)
 	// VersionRanges lists the reconstructable versions as ascending

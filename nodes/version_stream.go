@@ -2,10 +2,13 @@ package nodes
 
 import (
 	"context"
+	"strconv"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 // versionStream is the open handle of a table directory: @latest, one @vN
@@ -15,11 +18,15 @@ import (
 // state, and opening the directory does no work while the kernel's cached
 // listing is still valid (FOPEN_CACHE_DIR: no READDIR reaches us then).
 //
-// READDIRPLUS: the @vN entries are returned without attributes (a zero
-// node id, which the kernel takes as "no attributes for this entry"), so
-// that a plain ls neither creates an inode per version nor reads a commit
-// for its in-commit timestamp; ls -l then looks each name up (cheap, see
-// TableDir.Lookup). The few other entries get their attributes.
+// READDIRPLUS (which go-fuse has the kernel use for every listing): each
+// @vN entry carries its attributes, so that `ls -l` of a long history
+// costs a READDIRPLUS per few dozen versions instead of a LOOKUP round
+// trip per version. The attributes come a batch of versions at a time
+// (Table.VersionsIn: the in-commit timestamps of a batch are read in
+// parallel). Each such entry is an inode the kernel holds until it
+// forgets it (a SnapshotDir of a few hundred bytes that holds no
+// snapshot); _history.jsonl alone is left without attributes, since its
+// size reads every commit and a plain ls should not pay for it.
 type versionStream struct {
 	dir    *TableDir
 	loaded bool
@@ -28,7 +35,20 @@ type versionStream struct {
 	ranges [][2]int64      // inclusive version ranges
 	total  uint64          // number of entries
 	pos    uint64          // index of the next entry
+	batch  versionBatch    // attributes of the versions being listed
 }
+
+// versionBatch is what Table.VersionsIn said of the versions from..from+len-1.
+type versionBatch struct {
+	from  int64
+	infos []delta.VersionInfo
+	errs  []error
+}
+
+// plusBatch is how many versions' attributes one batch reads: a few
+// READDIRPLUS replies' worth, so that a listing stopped early (ls | head)
+// reads little more than it shows.
+const plusBatch = 256
 
 var (
 	_ = (fs.FileReaddirenter)((*versionStream)(nil))
@@ -96,12 +116,54 @@ func (s *versionStream) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	return 0
 }
 
-// Lookup answers READDIRPLUS: attributes for the fixed entries, none for
-// @vN (see the type's comment) nor for _history.jsonl, whose size is that
-// of every version's line (counted once: a plain ls does not pay for it).
+// Lookup answers READDIRPLUS: attributes for every entry but
+// _history.jsonl, whose size is that of every version's line (counted
+// once, when asked: a plain ls does not pay for it). An @vN whose
+// attributes cannot be had goes without, and a LOOKUP reports why.
 func (s *versionStream) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if (len(name) > 2 && name[:2] == "@v") || name == HistoryName {
+	if name == HistoryName {
 		return nil, syscall.ENOENT // no attributes: the kernel looks it up when asked
 	}
-	return s.dir.Lookup(ctx, name, out)
+	if len(name) <= 2 || name[:2] != "@v" {
+		return s.dir.Lookup(ctx, name, out)
+	}
+	v, err := strconv.ParseInt(name[2:], 10, 64)
+	if err != nil {
+		return nil, syscall.ENOENT
+	}
+	info, ok := s.versionInfo(ctx, v)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	return s.dir.snapshotChild(ctx, info, out), 0
+}
+
+// versionInfo returns version v's attributes from the current batch,
+// reading the batch that starts at v (to the end of v's range) when v is
+// not in it.
+func (s *versionStream) versionInfo(ctx context.Context, v int64) (delta.VersionInfo, bool) {
+	b := &s.batch
+	if v < b.from || v >= b.from+int64(len(b.infos)) {
+		to, ok := s.rangeEnd(v)
+		if !ok {
+			return delta.VersionInfo{}, false
+		}
+		infos, errs, err := s.dir.table.VersionsIn(ctx, v, min(to, v+plusBatch-1))
+		if err != nil {
+			return delta.VersionInfo{}, false
+		}
+		*b = versionBatch{from: v, infos: infos, errs: errs}
+	}
+	i := v - b.from
+	return b.infos[i], b.errs[i] == nil
+}
+
+// rangeEnd returns the last version of the listed range that holds v.
+func (s *versionStream) rangeEnd(v int64) (int64, bool) {
+	for _, r := range s.ranges {
+		if v >= r[0] && v <= r[1] {
+			return r[1], true
+		}
+	}
+	return 0, false
 }
