@@ -139,6 +139,17 @@ func (t *Table) VersionRanges(ctx context.Context) ([]VersionRange, error) {
 // hide the versions before it: they are then found in the listing, with
 // file times.
 func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
+	return t.version(ctx, v, true)
+}
+
+// ErrTimeNotRead is VersionsIn's answer for a version of a remote table
+// whose time is an in-commit timestamp it has not read yet: one GET per
+// version is too much for a listing; Version reads it when asked.
+var ErrTimeNotRead = errors.New("in-commit timestamp not read yet (the commit is remote)")
+
+// version is Version; with readICT false, an in-commit timestamp not read
+// before is answered with ErrTimeNotRead instead of read.
+func (t *Table) version(ctx context.Context, v int64, readICT bool) (VersionInfo, error) {
 	t.mu.Lock()
 	latest := t.latest
 	t.mu.Unlock()
@@ -164,6 +175,9 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 		return VersionInfo{}, t.wrap(v, nf)
 	}
 	if f.Key != "" && latest != nil && ictApplies(latest.Metadata(), v) {
+		if !readICT && !t.ictKnown(v) {
+			return VersionInfo{}, ErrTimeNotRead
+		}
 		ms, err := t.ictOf(ctx, f)
 		if err != nil {
 			return VersionInfo{}, t.wrap(v, err)
@@ -181,19 +195,22 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 }
 
 // VersionsIn describes versions from..to as Version does, one answer per
-// version: infos[i] and errs[i] are Version's answer for from+i. The
-// in-commit timestamps it needs are read in parallel, so a listing of a
-// long history (READDIRPLUS of a table directory asks for its @vN a
-// batch at a time) costs one round of reads per batch rather than one per
-// version. Only a cancelled ctx fails the whole call.
+// version: infos[i] and errs[i] are the answer for from+i. The in-commit
+// timestamps it needs are read in parallel, so a listing of a long
+// history (READDIRPLUS of a table directory asks for its @vN a batch at a
+// time) costs one round of small local reads per batch rather than a
+// request per version. On a remote store it reads no commit: a version
+// whose in-commit timestamp was not read before is ErrTimeNotRead. Only
+// a cancelled ctx fails the whole call.
 func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []VersionInfo, errs []error, err error) {
 	if to < from {
 		return nil, nil, nil
 	}
 	n := int(to - from + 1)
 	infos, errs = make([]VersionInfo, n), make([]error, n)
+	local := LocalDir(t.store) != ""
 	err = parallel(ctx, n, func(ctx context.Context, i int) error {
-		infos[i], errs[i] = t.Version(ctx, from+int64(i))
+		infos[i], errs[i] = t.version(ctx, from+int64(i), local)
 		return ctx.Err()
 	})
 	return infos, errs, err
@@ -242,6 +259,14 @@ func (s *Snapshot) segmentCommit(v int64) (LogFile, bool) {
 		return seg.Commits[i], true
 	}
 	return LogFile{}, false
+}
+
+// ictKnown reports whether version v's in-commit timestamp was read.
+func (t *Table) ictKnown(v int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.icts[v]
+	return ok
 }
 
 // ictOf returns the in-commit timestamp of a commit, read once.
