@@ -22,11 +22,14 @@ import (
 // @vN entry carries its attributes, so that `ls -l` of a long history
 // costs a READDIRPLUS per few dozen versions instead of a LOOKUP round
 // trip per version. The attributes come a batch of versions at a time
-// (Table.VersionsIn: the in-commit timestamps of a batch are read in
-// parallel). Each such entry is an inode the kernel holds until it
-// forgets it (a SnapshotDir of a few hundred bytes that holds no
-// snapshot); _history.jsonl alone is left without attributes, since its
-// size reads every commit and a plain ls should not pay for it.
+// (Table.VersionsIn: the in-commit timestamps of a local table's batch
+// are read in parallel; a remote table's unread ones are left out). The
+// price is paid by a plain ls too: each entry given attributes is an
+// inode the kernel holds until it forgets it (a SnapshotDir that holds no
+// snapshot: about 0.9 KiB of the mount's memory, measured), so one
+// listing gives them to at most plusMaxVersions versions and the rest
+// are looked up when asked. _history.jsonl is left without attributes,
+// since its size reads every commit and a plain ls should not pay for it.
 type versionStream struct {
 	dir    *TableDir
 	loaded bool
@@ -36,6 +39,7 @@ type versionStream struct {
 	total  uint64          // number of entries
 	pos    uint64          // index of the next entry
 	batch  versionBatch    // attributes of the versions being listed
+	given  int             // @vN entries given attributes by this handle
 }
 
 // versionBatch is what Table.VersionsIn said of the versions from..from+len-1.
@@ -49,6 +53,10 @@ type versionBatch struct {
 // READDIRPLUS replies' worth, so that a listing stopped early (ls | head)
 // reads little more than it shows.
 const plusBatch = 256
+
+// plusMaxVersions bounds the @vN entries one listing gives attributes to
+// (and so the inodes it makes): about 56 MiB while the kernel holds them.
+const plusMaxVersions = 1 << 16
 
 var (
 	_ = (fs.FileReaddirenter)((*versionStream)(nil))
@@ -128,13 +136,14 @@ func (s *versionStream) Lookup(ctx context.Context, name string, out *fuse.Entry
 		return s.dir.Lookup(ctx, name, out)
 	}
 	v, err := strconv.ParseInt(name[2:], 10, 64)
-	if err != nil {
+	if err != nil || s.given >= plusMaxVersions {
 		return nil, syscall.ENOENT
 	}
 	info, ok := s.versionInfo(ctx, v)
 	if !ok {
 		return nil, syscall.ENOENT
 	}
+	s.given++
 	return s.dir.snapshotChild(ctx, info, out), 0
 }
 
