@@ -28,6 +28,7 @@ type Server struct {
 	start  time.Time
 	tables []*mountedTable
 	dirs   []*nodes.TableDir
+	files  []*serve.Table // the tables' data file servers, closed before the cache
 	env    *nodes.Env
 	// staging holds the inbox's staged files, removed at unmount; ""
 	// for a read-only mount (no inbox).
@@ -116,6 +117,7 @@ func (s *Server) buildTree(ctx context.Context, uidSet, gidSet bool) *nodes.Root
 	})
 	for _, t := range s.tables {
 		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns})
+		s.files = append(s.files, files)
 		d := nodes.NewTableDir(s.env, t.name, t.table, files)
 		s.mirrorPerms(d, files, uidSet, gidSet)
 		s.dirs = append(s.dirs, d)
@@ -257,6 +259,9 @@ func (s *Server) Wait() {
 		<-s.loopDone
 		for _, c := range s.committers {
 			c.Close()
+		}
+		for _, f := range s.files {
+			f.Close() // their background work writes to the cache
 		}
 		s.cache.Close()
 		closeTables(s.tables)

@@ -149,18 +149,20 @@ func (t *Table) startCopy(key string, work func(ctx context.Context)) {
 	}
 	copies.busy[key] = true
 	copies.mu.Unlock()
-	go func() {
+	t.background(copyTimeout, func(ctx context.Context) {
 		defer func() {
 			copies.mu.Lock()
 			delete(copies.busy, key)
 			copies.mu.Unlock()
 		}()
-		copies.sem <- struct{}{}
+		select {
+		case copies.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		defer func() { <-copies.sem }()
-		ctx, cancel := context.WithTimeout(context.Background(), copyTimeout)
-		defer cancel()
 		work(ctx)
-	}()
+	})
 }
 
 // copyNotBuilt logs why a copy was not built: a warning, or an info line

@@ -213,3 +213,25 @@ func rewriteKey(t *testing.T, tbl *Table, snap *delta.Snapshot, f *delta.LiveFil
 	p.Close()
 	return key
 }
+
+// Close waits for the copies being built: once it returns, no copy work
+// runs (the mount closes the disk cache right after), whether the copy
+// was finished or cancelled.
+func TestCloseWaitsForCopies(t *testing.T) {
+	smallCopies(t)
+	tbl, snap, f := dvFile(t)
+	for range 2 { // the second open starts the copy
+		c, err := tbl.Open(context.Background(), snap, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	tbl.Close()
+	copies.mu.Lock()
+	n := len(copies.busy)
+	copies.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d copies still at work after Close", n)
+	}
+}

@@ -99,6 +99,12 @@ type Table struct {
 
 	warmMu     sync.Mutex
 	warmCancel context.CancelFunc // guarded by warmMu: a local table's current warm-up
+
+	// bg is the context of the table's background work (warm-ups,
+	// materialized copies), cancelled by Close, which waits for bgWG.
+	bg     context.Context
+	stopBg context.CancelFunc
+	bgWG   sync.WaitGroup
 }
 
 // NewTable returns the server of the data files of the table named name
@@ -116,7 +122,29 @@ func NewTable(name string, store delta.Storage, cache *blobcache.Cache, opts Opt
 		t.root = &localRoot{dir: t.local}
 		t.warmSem = make(chan struct{}, max(localWarmWorkers, 1))
 	}
+	t.bg, t.stopBg = context.WithCancel(context.Background())
 	return t
+}
+
+// Close stops the table's background work (warm-ups, copies being built
+// or checked) and waits for it, so that nothing writes to the cache once
+// the mount closes it. Reads already served are unaffected; Close is for
+// the end of the mount.
+func (t *Table) Close() {
+	t.stopBg()
+	t.bgWG.Wait()
+}
+
+// background runs fn on a goroutine Close waits for, with a context
+// Close cancels, bounded by timeout.
+func (t *Table) background(timeout time.Duration, fn func(ctx context.Context)) {
+	t.bgWG.Add(1)
+	go func() {
+		defer t.bgWG.Done()
+		ctx, cancel := context.WithTimeout(t.bg, timeout)
+		defer cancel()
+		fn(ctx)
+	}()
 }
 
 // Size returns the exact number of bytes f, a live file of snap, is

@@ -482,25 +482,24 @@ func (t *Table) Warm(snap *delta.Snapshot, adds []*delta.Add) {
 	// Each worker takes the next add and makes its LiveFile itself: nothing
 	// is held per file beyond the caller's slice, however large the
 	// directory.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	var next atomic.Int64
-	var wg sync.WaitGroup
 	for range min(warmWorkers, len(adds)) {
 		select {
 		case t.warmSem <- struct{}{}:
 		default:
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-t.warmSem; wg.Done() }()
+		t.background(warmTimeout, func(ctx context.Context) {
+			defer func() { <-t.warmSem }()
 			for i := next.Add(1) - 1; i < int64(len(adds)) && ctx.Err() == nil; i = next.Add(1) - 1 {
 				t.warmOne(ctx, snap, shape, adds[i])
 			}
-		}()
+		})
 	}
-	go func() { wg.Wait(); cancel() }()
 }
+
+// warmTimeout bounds one warm-up.
+const warmTimeout = 5 * time.Minute
 
 // warmLocal is Warm for a local table: it cancels the warm-up before it
 // and runs localWarmWorkers workers once that one's have stopped.
@@ -509,7 +508,7 @@ func (t *Table) warmLocal(snap *delta.Snapshot, shape *snapShape, adds []*delta.
 	if workers <= 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.bg, warmTimeout)
 	t.warmMu.Lock()
 	if t.warmCancel != nil {
 		t.warmCancel()
@@ -519,8 +518,10 @@ func (t *Table) warmLocal(snap *delta.Snapshot, shape *snapShape, adds []*delta.
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(workers)
+	t.bgWG.Add(workers + 1)
 	for range workers {
 		go func() {
+			defer t.bgWG.Done()
 			defer wg.Done()
 			select {
 			case t.warmSem <- struct{}{}:
@@ -533,7 +534,7 @@ func (t *Table) warmLocal(snap *delta.Snapshot, shape *snapShape, adds []*delta.
 			}
 		}()
 	}
-	go func() { wg.Wait(); cancel() }()
+	go func() { defer t.bgWG.Done(); wg.Wait(); cancel() }()
 }
 
 // warmOne decides the stored file of a unless it is known to be rewritten
