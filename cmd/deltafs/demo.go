@@ -127,7 +127,12 @@ func prepareSample(ctx context.Context, root string, fresh bool) (string, error)
 func prepareMountpoint(mnt string) error {
 	var st, parent syscall.Stat_t
 	err := syscall.Stat(mnt, &st)
-	if errors.Is(err, syscall.ENOTCONN) {
+	if err == nil {
+		if _, rerr := os.ReadDir(mnt); deadMount(rerr) { // the root's attributes may be cached
+			err = rerr
+		}
+	}
+	if deadMount(err) {
 		fmt.Fprintf(os.Stderr, "deltafs demo: detaching the dead mount at %s\n", mnt)
 		if err := unmountPath(mnt, true); err != nil {
 			return err

@@ -27,8 +27,8 @@ func checkMountpoint(dir string) error {
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("mountpoint %s does not exist (create it with mkdir -p %s)", dir, dir)
 	}
-	if errors.Is(err, syscall.ENOTCONN) {
-		return fmt.Errorf("mountpoint %s: %w (a deltafs that died? clear it with deltafs unmount --lazy %s)", dir, err, dir)
+	if deadMount(err) {
+		return deadMountError(dir, err)
 	}
 	if err != nil {
 		return fmt.Errorf("mountpoint %s: %w", dir, err)
@@ -45,12 +45,27 @@ func checkMountpoint(dir string) error {
 		return err
 	}
 	if m.point == abs {
+		if _, err := os.ReadDir(dir); deadMount(err) { // its root's attributes may still be cached
+			return deadMountError(dir, err)
+		}
 		return fmt.Errorf("mountpoint %s is already a mount point (%s): unmount it first, or choose another directory", dir, m.fstype)
 	}
 	if m.fstype == deltafsType {
 		return fmt.Errorf("mountpoint %s is inside the deltafs mount at %s: choose a directory outside it", dir, m.point)
 	}
 	return nil
+}
+
+// deadMount reports whether err is what the kernel answers under a FUSE
+// mount whose server is gone: ENOTCONN, or ECONNABORTED on kernels since
+// the connection is aborted when the server's /dev/fuse closes.
+func deadMount(err error) bool {
+	return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// deadMountError says that dir is a dead mount and how to clear it.
+func deadMountError(dir string, err error) error {
+	return fmt.Errorf("mountpoint %s: %w (a deltafs that died? clear it with deltafs unmount --lazy %s)", dir, err, dir)
 }
 
 // checkUnmount refuses to unmount dir unless it is a deltafs mount point

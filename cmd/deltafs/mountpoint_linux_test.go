@@ -131,3 +131,29 @@ func TestUnmountBusySuggestsLazy(t *testing.T) {
 		t.Errorf("unmount: exit %d: %s", code, errOut)
 	}
 }
+
+// A mountpoint whose deltafs was killed (the kernel answers ENOTCONN or,
+// on newer kernels, ECONNABORTED) is named as such, with the command
+// that clears it.
+func TestMountAtDeadMountSaysHowToClearIt(t *testing.T) {
+	testenv.RequireFUSE(t)
+	table := testenv.Fixture(t, "dat/basic_append")
+	mnt := t.TempDir()
+	cmd := exec.Command(binary, "mount", "--read-only", "--cache-dir", t.TempDir(), "t="+table, mnt)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	for i := 0; mountedAt(t, mnt) == ""; i++ {
+		if i == 500 {
+			t.Fatal("mount did not appear")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	_, errOut, code := deltafs(t, "mount", "--read-only", "--cache-dir", t.TempDir(), table, mnt)
+	if want := "unmount --lazy " + mnt; code == 0 || !strings.Contains(errOut, want) {
+		t.Errorf("mount at a dead mount: exit %d, stderr %q; want failure saying %q", code, errOut, want)
+	}
+}
