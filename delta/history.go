@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -95,28 +96,73 @@ func (t *Table) HistoryEach(ctx context.Context, from, to int64, fn func(CommitS
 // found on a line of its own (one action a line, as the protocol writes
 // them) is parsed whole.
 func readCommitInfo(ctx context.Context, s Storage, f LogFile) (*commitFile, error) {
-	data, err := readSized(ctx, s, f.Key, f.Size)
+	data, whole, err := readHead(ctx, s, f, historyPrefix)
+	if err == nil && !whole {
+		if line, ok := commitInfoLine(data, false); ok {
+			return parseCommitInfo(f, line)
+		}
+		data, err = readSized(ctx, s, f.Key, f.Size)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read commit %d (%s): %w", f.Version, f.Key, err)
 	}
+	if line, ok := commitInfoLine(data, true); ok {
+		data = line
+	}
+	return parseCommitInfo(f, data)
+}
+
+// historyPrefix is how much of a commit is read first for its commitInfo.
+// Writers put it first (Spark, delta-rs and deltafs do, and in-commit
+// timestamps require it), so the rest of a large commit, its file
+// actions, is read only when the commitInfo is not within it.
+const historyPrefix = 16 << 10
+
+// readHead reads the first n bytes of commit f, and says whether that is
+// the whole commit.
+func readHead(ctx context.Context, s Storage, f LogFile, n int64) (data []byte, whole bool, err error) {
+	if f.Size > 0 && f.Size <= n {
+		data, err = readSized(ctx, s, f.Key, f.Size)
+		return data, true, err
+	}
+	rc, err := s.ReadRange(ctx, f.Key, 0, n)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rc.Close()
+	data, err = io.ReadAll(io.LimitReader(rc, n))
+	return data, err == nil && f.Size <= 0 && int64(len(data)) < n, err
+}
+
+// commitInfoLine returns the commitInfo line of data, the start of a
+// commit (whole: all of it, else only its complete lines count).
+func commitInfoLine(data []byte, whole bool) ([]byte, bool) {
+	for rest := data; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 && !whole {
+			return nil, false // a line cut by the prefix
+		}
+		line := rest
+		if i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		if isCommitInfoLine(line) {
+			return line, true
+		}
+	}
+	return nil, false
+}
+
+// parseCommitInfo keeps the commitInfo actions of data, commit f's.
+func parseCommitInfo(f LogFile, data []byte) (*commitFile, error) {
 	c := &commitFile{version: f.Version, file: f}
 	keep := func(a *Action) error {
 		if a.CommitInfo != nil {
 			c.actions = append(c.actions, a)
 		}
 		return nil
-	}
-	for rest := data; len(rest) > 0; {
-		line := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
-		if isCommitInfoLine(line) {
-			data = line
-			break
-		}
 	}
 	if err := ParseActions(data, keep); err != nil {
 		return nil, fmt.Errorf("parse commit %d (%s): %w", f.Version, f.Key, err)

@@ -2,7 +2,11 @@ package delta
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -47,5 +51,85 @@ func TestHistoryChunksListOnce(t *testing.T) {
 	}
 	if got := lists.Load() - before; got > 1 {
 		t.Errorf("12 chunks of history listed the log %d times, want at most once", got)
+	}
+}
+
+// countingBytes is a dirStore that counts the bytes its ReadRange serves.
+type countingBytes struct {
+	dirStore
+	n *atomic.Int64
+}
+
+func (c countingBytes) ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	rc, err := c.dirStore.ReadRange(ctx, key, off, length)
+	if err != nil {
+		return nil, err
+	}
+	return countingReader{rc, c.n}, nil
+}
+
+type countingReader struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (r countingReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.n.Add(int64(n))
+	return n, err
+}
+
+// The history of a large commit reads only its head when the commitInfo
+// comes first, as writers put it, and still finds a commitInfo written
+// last (read whole).
+func TestHistoryReadsTheHeadOfLargeCommits(t *testing.T) {
+	var adds []string
+	for i := range 5000 {
+		adds = append(adds, addLine(fmt.Sprintf("part-%05d.parquet", i), ""))
+	}
+	info := func(op string) string {
+		return `{"commitInfo":{"timestamp":1700000000000,"operation":"` + op + `","operationParameters":{"mode":"Append"}}}`
+	}
+	root := writeLog(t, map[int64][]string{
+		0: append(header(), info("CREATE TABLE")),
+		1: append([]string{info("FIRST")}, adds...),
+		2: append(slices.Clone(adds), info("LAST")),
+	})
+	ctx := context.Background()
+	// A checkpoint at the last version, so that the snapshot the history
+	// starts from reads (and caches) no commit.
+	snap, err := Open(dirStore{root}, Options{}).Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCheckpoint(ctx, dirStore{root}, snap); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	tbl := Open(countingBytes{dirStore{root}, &n}, Options{})
+	if _, err := tbl.Latest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	size := func(v int64) int64 {
+		fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(CommitKey(v))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	for _, c := range []struct {
+		v       int64
+		op      string
+		maxRead int64
+	}{{1, "FIRST", historyPrefix}, {2, "LAST", historyPrefix + size(2)}} {
+		n.Store(0)
+		var got []CommitSummary
+		err := tbl.HistoryEach(ctx, c.v, c.v, func(s CommitSummary) error { got = append(got, s); return nil })
+		if err != nil || len(got) != 1 || got[0].Operation != c.op {
+			t.Fatalf("v%d: %+v %v, want operation %s", c.v, got, err, c.op)
+		}
+		if read := n.Load(); read > c.maxRead {
+			t.Errorf("v%d (%d bytes): history read %d bytes, want at most %d", c.v, size(c.v), read, c.maxRead)
+		}
 	}
 }
