@@ -33,11 +33,12 @@ import (
 // disk whole or not at all) holding exactly the served bytes, since a
 // passthrough reader reads the backing file to its end. Its CRC-32C and
 // size are a second entry beside it. A copy this process did not build is
-// checked against them in the background before it is used (the
-// composite serves meanwhile), and trusted while its inode, size and
-// ctime stay the same; a copy that fails the check, or whose sum is gone,
-// is discarded and built again. An evicted copy falls back to the
-// composite: never an error.
+// checked against them by the open that finds it (copyOnDisk), and
+// trusted while its inode, size and ctime stay the same; a copy that
+// fails the check, or whose sum is gone, is discarded and built again.
+// The sum also gives the file's served size to a stat without reading the
+// rewrite's patch. An evicted copy falls back to the composite: never an
+// error.
 
 // copyMin is the smallest rewritten file given a copy: smaller files are
 // not passed through (nodes' passthroughMin), so a copy would gain
@@ -63,6 +64,15 @@ type copyState struct {
 func newCopyState() *copyState {
 	opens, _ := lru.New[string, int](64 << 10)
 	return &copyState{opens: opens, busy: map[string]bool{}, verified: map[string]blobcache.FileIdentity{}, sem: make(chan struct{}, 1)}
+}
+
+// trusted reports whether df is the copy dataKey as this process checked
+// or built it.
+func (s *copyState) trusted(dataKey string, df *blobcache.DiskFile) bool {
+	id, ok := df.Identity()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ok && s.verified[dataKey] == id
 }
 
 // trust records a copy known good.
@@ -106,34 +116,66 @@ func IsCopy(c Content) bool {
 	return ok
 }
 
-// openCopy returns the copy of the rewrite keyed key (size bytes) when it
-// is on disk and known good, else nil, and counts the open: the
-// copyOpens-th open of a file without a copy schedules one, and a copy
-// found unchecked is checked in the background.
-func (t *Table) openCopy(snap *delta.Snapshot, f *delta.LiveFile, key string, size int64) Content {
-	if size < copyMin || t.cache == nil {
+// copyOnDisk returns the copy of the rewrite keyed key when it is on disk
+// and good, else nil. A copy this process has not checked (one an earlier
+// mount built) is checked now, in the open, against its sum: that reads
+// the copy once, as much as checking the rewrite's patch would, and the
+// reader then reads it through passthrough, so a later mount's first read
+// of a file costs about a plain read. A copy that fails is discarded.
+func (t *Table) copyOnDisk(ctx context.Context, key string) Content {
+	if t.cache == nil {
 		return nil
 	}
 	dataKey, _ := copyKeys(key)
 	df, ok := t.cache.Lookup(dataKey)
-	if ok {
-		id, idOK := df.Identity()
-		copies.mu.Lock()
-		good := idOK && copies.verified[dataKey] == id
-		copies.mu.Unlock()
-		if good && df.Size() == size {
-			return &copyContent{df: df}
-		}
-		df.Close()
-		t.startCopy(key, func(ctx context.Context) { t.checkCopy(ctx, key, size) })
+	if !ok {
 		return nil
 	}
+	if copies.trusted(dataKey, df) {
+		return &copyContent{df: df}
+	}
+	size, ok := t.copySize(key)
+	if !ok {
+		df.Discard() // without its sum it can never be checked
+	} else if t.checkCopyFile(ctx, key, df, size) {
+		return &copyContent{df: df}
+	}
+	df.Close()
+	return nil
+}
+
+// copySize returns the size of the copy of the rewrite keyed key, as its
+// sum entry records it: the rewrite's served size, known without its
+// patch (the sum is an fsynced Derived entry, trusted as written).
+func (t *Table) copySize(key string) (int64, bool) {
+	if t.cache == nil {
+		return 0, false
+	}
+	_, sumKey := copyKeys(key)
+	sf, ok := t.cache.Lookup(sumKey)
+	if !ok {
+		return 0, false
+	}
+	defer sf.Close()
+	b := make([]byte, copySumLen)
+	if n, _ := sf.ReadAt(b, 0); n != copySumLen || string(b[:4]) != "dfc1" {
+		return 0, false
+	}
+	return int64(binary.LittleEndian.Uint64(b[4:])), true
+}
+
+// countOpen counts an open of the rewrite keyed key (size bytes) served
+// without a copy: the copyOpens-th schedules one.
+func (t *Table) countOpen(snap *delta.Snapshot, f *delta.LiveFile, key string, size int64) {
+	if size < copyMin || t.cache == nil {
+		return
+	}
+	dataKey, _ := copyKeys(key)
 	n, _ := copies.opens.Get(dataKey)
 	copies.opens.Add(dataKey, n+1)
 	if n+1 >= copyOpens {
 		t.startCopy(key, func(ctx context.Context) { t.buildCopy(ctx, snap, f, key, size) })
 	}
-	return nil
 }
 
 // copyTimeout bounds one copy's build or check.
@@ -226,19 +268,9 @@ func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	t.log.Debug("deltafs: materialized copy built", "table", t.name, "file", f.Key, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
 }
 
-// checkCopy checks the copy of the rewrite keyed key on disk against its
-// sum, and trusts it from then on, or discards it.
-func (t *Table) checkCopy(ctx context.Context, key string, size int64) {
-	dataKey, _ := copyKeys(key)
-	df, ok := t.cache.Lookup(dataKey)
-	if !ok {
-		return // evicted meanwhile: the next opens count towards a new one
-	}
-	defer df.Close()
-	t.checkCopyFile(ctx, key, df, size)
-}
-
-func (t *Table) checkCopyFile(ctx context.Context, key string, df *blobcache.DiskFile, size int64) {
+// checkCopyFile checks df, the copy of the rewrite keyed key, against its
+// sum and says whether it is good: trusted from then on, or discarded.
+func (t *Table) checkCopyFile(ctx context.Context, key string, df *blobcache.DiskFile, size int64) bool {
 	dataKey, sumKey := copyKeys(key)
 	err := func() error {
 		id, ok := df.Identity()
@@ -270,11 +302,13 @@ func (t *Table) checkCopyFile(ctx context.Context, key string, df *blobcache.Dis
 	}()
 	if err != nil {
 		if ctx.Err() != nil {
-			return // stopped: checked again at a later open
+			return false // stopped: checked again at a later open
 		}
 		t.log.Warn("deltafs: materialized copy discarded; the file is served from its rewrite", "table", t.name, "copy", df.Path(), "reason", err.Error())
 		df.Discard()
+		return false
 	}
+	return true
 }
 
 // copySumLen is the size of a copy's sum entry: magic, size, CRC-32C.

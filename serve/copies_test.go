@@ -235,3 +235,42 @@ func TestCloseWaitsForCopies(t *testing.T) {
 		t.Errorf("%d copies still at work after Close", n)
 	}
 }
+
+// A copy an earlier mount built serves a later mount's first open (after
+// a check of its bytes against its sum), and its size comes from the sum:
+// a stat reads no patch.
+func TestCopyOfAnEarlierMountServesTheFirstOpen(t *testing.T) {
+	tbl, snap, f := dvFile(t)
+	smallCopies(t)
+	cp := openUntilCopy(t, tbl, snap, f)
+	want := readAll(t, cp)
+	cp.Close()
+	// The patch gone (its key is the rewrite's): only the copy can answer.
+	key := rewriteKey(t, tbl, snap, f)
+	if pf, ok := tbl.cache.Lookup(key); ok {
+		pf.Discard()
+		pf.Close()
+	}
+	resetCopies(t) // as a new process knows nothing of it
+	verdicts.mu.Lock()
+	clear(verdicts.m) // nor of its size
+	verdicts.mu.Unlock()
+	n, err := tbl.Size(context.Background(), snap, f)
+	if err != nil || n != int64(len(want)) {
+		t.Fatalf("Size: %d, %v; want %d", n, err, len(want))
+	}
+	if _, ok := tbl.cache.Lookup(key); ok {
+		t.Error("Size read the rewrite's patch although the copy's sum has the size")
+	}
+	c, err := tbl.Open(context.Background(), snap, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !IsCopy(c) {
+		t.Fatal("the first open in a new process is served as a composite, not from the copy on disk")
+	}
+	if got := readAll(t, c); !bytes.Equal(got, want) {
+		t.Fatal("the copy serves other bytes")
+	}
+}

@@ -37,14 +37,18 @@ import (
 // openRewritten returns the rewritten bytes of f: its materialized copy
 // when there is a good one (copies.go), else the composite.
 func (t *Table) openRewritten(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (Content, error) {
-	l, df, key, err := t.deriveKeyed(ctx, snap, f)
+	k, err := t.rewriteKey(snap, f)
 	if err != nil {
 		return nil, err
 	}
-	if c := t.openCopy(snap, f, key, l.Size()); c != nil {
-		df.Close()
+	if c := t.copyOnDisk(ctx, k.key); c != nil {
 		return c, nil
 	}
+	l, df, err := t.deriveWith(ctx, snap, f, k)
+	if err != nil {
+		return nil, err
+	}
+	t.countOpen(snap, f, k.key, l.Size())
 	return t.composite(ctx, f, l, df)
 }
 
@@ -79,23 +83,47 @@ func (t *Table) derive(ctx context.Context, snap *delta.Snapshot, f *delta.LiveF
 // deriveKeyed is derive, also returning the rewrite's key: what its bytes
 // derive from.
 func (t *Table) deriveKeyed(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (*pqfile.Layout, patchReader, string, error) {
-	rename, mapping, err := renameFor(snap)
+	k, err := t.rewriteKey(snap, f)
 	if err != nil {
 		return nil, nil, "", err
+	}
+	l, p, err := t.deriveWith(ctx, snap, f, k)
+	return l, p, k.key, err
+}
+
+// rewriteOf is what a rewrite of a file derives from, and its key.
+type rewriteOf struct {
+	key    string
+	rename *pqfile.Rename
+	fs     *pqfile.Shape
+}
+
+// rewriteKey returns what f's rewrite in snap derives from, reading
+// nothing but the snapshot.
+func (t *Table) rewriteKey(snap *delta.Snapshot, f *delta.LiveFile) (rewriteOf, error) {
+	rename, mapping, err := renameFor(snap)
+	if err != nil {
+		return rewriteOf{}, err
 	}
 	shape, err := t.shape(snap)
 	if err != nil {
-		return nil, nil, "", err
+		return rewriteOf{}, err
 	}
 	fs, err := shape.forFile(f)
 	if err != nil {
-		return nil, nil, "", err
+		return rewriteOf{}, err
 	}
 	key := strings.Join([]string{"deltafs-composite/v3", t.store.String(), f.Key,
 		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping, shape.sum}, "|")
+	return rewriteOf{key: key, rename: rename, fs: fs}, nil
+}
+
+// deriveWith is derive for the rewrite k.
+func (t *Table) deriveWith(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, k rewriteOf) (*pqfile.Layout, patchReader, error) {
+	key, rename, fs := k.key, k.rename, k.fs
 	if f.Add.DeletionVector == nil {
 		if l, p, ok, err := t.footerRewrite(ctx, snap, f, key, rename, fs); ok || err != nil {
-			return l, p, key, err
+			return l, p, err
 		}
 	}
 	build := t.progress(snap, f, func(w io.Writer) error {
@@ -112,9 +140,9 @@ func (t *Table) deriveKeyed(ctx context.Context, snap *delta.Snapshot, f *delta.
 	})
 	l, df, err := t.entry(ctx, key, f.Add.Size, build)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("materialize %s: %w", f.Key, err)
+		return nil, nil, fmt.Errorf("materialize %s: %w", f.Key, err)
 	}
-	return l, df, key, nil
+	return l, df, nil
 }
 
 // entry returns the layout and the open cache entry of key, for a stored

@@ -149,7 +149,8 @@ func (t *Table) background(timeout time.Duration, fn func(ctx context.Context)) 
 
 // Size returns the exact number of bytes f, a live file of snap, is
 // served with: its stored size, or its rewritten size (building the
-// rewrite's cache entry once). The answer is remembered with the verdict.
+// rewrite's cache entry once, or read from the sum of its materialized
+// copy). The answer is remembered with the verdict.
 func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (int64, error) {
 	vk, err := t.verdictKey(snap, f)
 	if err != nil {
@@ -165,7 +166,15 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 	if err != nil || !rw {
 		return f.Add.Size, err
 	}
-	l, df, err := t.derive(ctx, snap, f)
+	k, err := t.rewriteKey(snap, f)
+	if err != nil {
+		return 0, err
+	}
+	if n, ok := t.copySize(k.key); ok { // an earlier mount's copy: its patch need not be read
+		t.verdicts.put(vk, n)
+		return n, nil
+	}
+	l, df, err := t.deriveWith(ctx, snap, f, k)
 	if err != nil {
 		return 0, err
 	}
