@@ -66,6 +66,14 @@ func newCopyState() *copyState {
 	return &copyState{opens: opens, busy: map[string]bool{}, verified: map[string]blobcache.FileIdentity{}, sem: make(chan struct{}, 1)}
 }
 
+// isBusy reports whether the copy of the rewrite keyed key is being built
+// or checked.
+func (s *copyState) isBusy(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy[key]
+}
+
 // trusted reports whether df is the copy dataKey as this process checked
 // or built it.
 func (s *copyState) trusted(dataKey string, df *blobcache.DiskFile) bool {
@@ -133,6 +141,10 @@ func (t *Table) copyOnDisk(ctx context.Context, key string) Content {
 	}
 	if copies.trusted(dataKey, df) {
 		return &copyContent{df: df}
+	}
+	if copies.isBusy(key) { // being built: its sum may not be written yet
+		df.Close()
+		return nil
 	}
 	size, ok := t.copySize(key)
 	if !ok {
@@ -212,8 +224,11 @@ func (t *Table) startCopy(key string, work func(ctx context.Context)) {
 // tried then; the cache's metrics say so too).
 func (t *Table) copyNotBuilt(f *delta.LiveFile, err error) {
 	level := slog.LevelWarn
-	if errors.Is(err, blobcache.ErrDiskFull) {
+	switch {
+	case errors.Is(err, blobcache.ErrDiskFull):
 		level = slog.LevelInfo
+	case t.bg.Err() != nil:
+		level = slog.LevelDebug // stopped by Close: the mount is going away
 	}
 	t.log.Log(context.Background(), level, "deltafs: materialized copy not built; the file is served as before", "table", t.name, "file", f.Key, "err", err)
 }

@@ -274,3 +274,38 @@ func TestCopyOfAnEarlierMountServesTheFirstOpen(t *testing.T) {
 		t.Fatal("the copy serves other bytes")
 	}
 }
+
+// A copy whose build is still under way (its data renamed in place, its
+// sum not written yet) is left alone by an open: served as a composite,
+// not discarded for its missing sum.
+func TestCopyBeingBuiltIsNotDiscarded(t *testing.T) {
+	tbl, snap, f := dvFile(t)
+	smallCopies(t)
+	openUntilCopy(t, tbl, snap, f).Close()
+	key := rewriteKey(t, tbl, snap, f)
+	_, sumKey := copyKeys(key)
+	if sf, ok := tbl.cache.Lookup(sumKey); ok {
+		sf.Discard()
+		sf.Close()
+	}
+	resetCopies(t)
+	copies.mu.Lock()
+	copies.busy[key] = true // as buildCopy holds it until the sum is written
+	copies.mu.Unlock()
+	c, err := tbl.Open(context.Background(), snap, f)
+	copies.mu.Lock()
+	delete(copies.busy, key)
+	copies.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if IsCopy(c) {
+		t.Error("a copy without its sum was served")
+	}
+	df, ok := tbl.cache.Lookup(copyKeysData(key))
+	if !ok {
+		t.Fatal("an open discarded the copy being built")
+	}
+	df.Close()
+}
