@@ -54,8 +54,10 @@ type ChangeFile struct {
 	// (the rule of Version).
 	Timestamp time.Time
 	// Path is the file's path as its action gives it (relative to the
-	// table or absolute, URL-encoded); Size its size in bytes.
+	// table or absolute, URL-encoded), Key its storage key, Size its size
+	// in bytes (0 when a remove does not say).
 	Path string
+	Key  string
 	Size int64
 	// PartitionValues are the file's, by logical partition column.
 	PartitionValues map[string]*string
@@ -142,6 +144,9 @@ func (t *Table) Changes(ctx context.Context, from, to int64, fn func(ChangeFile)
 			return err
 		}
 		for _, f := range changeFiles(c, info.ModTime) {
+			if f.Key, err = ResolvePath(t.name, f.Path); err != nil {
+				return t.wrap(v, err)
+			}
 			if err := fn(f); err != nil {
 				return err
 			}

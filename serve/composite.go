@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"io"
 	"os"
 
 	"github.com/deltafs/deltafs/pqfile"
@@ -41,3 +42,6 @@ type ctxReaderAt struct {
 }
 
 func (r ctxReaderAt) ReadAt(p []byte, off int64) (int, error) { return r.c.ReadAt(r.ctx, p, off) }
+
+// ReaderAt adapts c to io.ReaderAt, every read under ctx.
+func ReaderAt(ctx context.Context, c Content) io.ReaderAt { return ctxReaderAt{ctx, c} }

@@ -26,6 +26,7 @@ func init() {
 	commands = []command{
 		{"ls", "list the live files of a table version", runLs},
 		{"history", "list the versions of a table", runHistory},
+		{"changes", "print the rows a range of versions inserted, deleted and updated", runChanges},
 		{"append", "append Parquet files to a table as one new version", runAppend},
 		{"mount", "mount tables as directories of snapshots", runMount},
 		{"unmount", "unmount a deltafs mount", runUnmount},
