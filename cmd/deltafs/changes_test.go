@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,66 +39,113 @@ console.log(JSON.stringify(r.getRows().map(row => row.map(v => String(v)).join('
 	return rows
 }
 
+// kernelCDF is testdata/kernel-cdf.json: delta-kernel-rs's expected
+// change rows of the shared fixtures' CDF tables (see its source field).
+type kernelCDF struct {
+	Source string `json:"source"`
+	Cases  []struct {
+		Test    string     `json:"test"`
+		Fixture string     `json:"fixture"`
+		From    int64      `json:"from"`
+		To      *int64     `json:"to"`
+		Columns []string   `json:"columns"`
+		Rows    [][]string `json:"rows"`
+	} `json:"cases"`
+}
+
 // The change files deltafs changes --out writes give DuckDB exactly the
 // rows delta-kernel-rs's tests expect of the same fixture tables
-// (kernel/tests/integration/features/cdf.rs: basic_cdf on cdf-table, whose
-// updates wrote CDC files, and cdf_with_deletion_vector on
-// cdf-table-with-dv, whose changes are deletion vector pairs), the
-// _commit_timestamp column left out as there.
+// (kernel/tests/integration/features/cdf.rs, copied with its commit into
+// testdata/kernel-cdf.json): CDC files, deletion vector pairs, column
+// mapping, partitions, dataChange=false, ranges of one version.
 func TestChangesAsKernelExpects(t *testing.T) {
-	for _, c := range []struct {
-		fixture, cols string
-		want          []string
-	}{
-		{"delta-kernel-rs/cdf-table", "id, name, birthday", []string{
-			"1|Steve|2023-12-22|insert|0", "2|Bob|2023-12-23|insert|0", "3|Dave|2023-12-23|insert|0",
-			"4|Kate|2023-12-23|insert|0", "5|Emily|2023-12-24|insert|0", "6|Carl|2023-12-24|insert|0",
-			"7|Dennis|2023-12-24|insert|0", "8|Claire|2023-12-25|insert|0", "9|Ada|2023-12-25|insert|0",
-			"10|Borb|2023-12-25|insert|0",
-			"3|Dave|2023-12-22|update_postimage|1", "3|Dave|2023-12-23|update_preimage|1",
-			"4|Kate|2023-12-22|update_postimage|1", "4|Kate|2023-12-23|update_preimage|1",
-			"2|Bob|2023-12-22|update_postimage|1", "2|Bob|2023-12-23|update_preimage|1",
-			"7|Dennis|2023-12-24|update_preimage|2", "7|Dennis|2023-12-29|update_postimage|2",
-			"5|Emily|2023-12-24|update_preimage|2", "5|Emily|2023-12-29|update_postimage|2",
-			"6|Carl|2023-12-24|update_preimage|2", "6|Carl|2023-12-29|update_postimage|2",
-			"7|Dennis|2023-12-29|delete|3",
-		}},
-		{"delta-kernel-rs/cdf-table-with-dv", "value", []string{
-			"0|insert|0", "1|insert|0", "2|insert|0", "3|insert|0", "4|insert|0",
-			"5|insert|0", "6|insert|0", "7|insert|0", "8|insert|0", "9|insert|0",
-			"0|delete|1", "9|delete|1", "0|insert|2", "9|insert|2",
-			"0|delete|3", "1|delete|3", "4|delete|3", "5|delete|3",
-			"1|insert|4", "4|insert|4", "3|delete|5", "0|insert|5", "5|insert|5", "3|insert|6",
-		}},
-	} {
-		t.Run(filepath.Base(c.fixture), func(t *testing.T) {
-			table := testenv.Fixture(t, c.fixture)
+	data, err := os.ReadFile("testdata/kernel-cdf.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kernelCDF
+	if err := json.Unmarshal(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range k.Cases {
+		name := fmt.Sprintf("%s/%s@%d", c.Test, filepath.Base(c.Fixture), c.From)
+		t.Run(name, func(t *testing.T) {
+			table := testenv.Fixture(t, c.Fixture)
 			out := t.TempDir()
-			if _, errOut, code := deltafs(t, "changes", table, "0", "--out", out); code != 0 {
-				t.Fatalf("deltafs changes: exit %d: %s", code, errOut)
+			args := []string{"changes", table, strconv.FormatInt(c.From, 10)}
+			if c.To != nil {
+				args = append(args, strconv.FormatInt(*c.To, 10))
 			}
-			got := duckdbRows(t, "select "+c.cols+", _change_type, _commit_version from read_parquet('"+out+"/*.parquet')")
+			if _, errOut, code := deltafs(t, append(args, "--out", out)...); code != 0 {
+				t.Fatalf("deltafs %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+			}
+			cols := make([]string, len(c.Columns))
+			for i, col := range c.Columns {
+				cols[i] = `"` + strings.ReplaceAll(col, `"`, `""`) + `"`
+			}
+			got := duckdbRows(t, "select "+strings.Join(cols, ", ")+" from read_parquet('"+out+"/*.parquet')")
 			if got == nil {
 				return
 			}
-			want := slices.Clone(c.want)
-			slices.Sort(got)
-			slices.Sort(want)
+			want := make([]string, len(c.Rows))
+			for i, r := range c.Rows {
+				want[i] = strings.Join(r, "|")
+			}
+			got, want = normalizeRows(got), normalizeRows(want)
 			if !slices.Equal(got, want) {
-				t.Errorf("change rows:\n%s\nwant (kernel-rs):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+				t.Errorf("change rows:\n%s\nwant (kernel-rs %s):\n%s", strings.Join(got, "\n"), c.Test, strings.Join(want, "\n"))
 			}
 		})
 	}
 }
 
-// A range the feed cannot answer fails with the reason and writes nothing.
-func TestChangesRefusedRange(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "out")
-	_, errOut, code := deltafs(t, "changes", testenv.Fixture(t, "dat/basic_append"), "0", "--out", out)
-	if code == 0 || !strings.Contains(errOut, "change data feed is not enabled") {
-		t.Errorf("changes of a table without the feed: exit %d, stderr %q", code, errOut)
+// normalizeRows sorts rows of "|"-joined cells, each cell as the two
+// printers agree on it: null as empty (Arrow prints nothing), numbers by
+// value (100.0 and 100), struct fields without DuckDB's quotes.
+func normalizeRows(rows []string) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		cells := strings.Split(r, "|")
+		for j, c := range cells {
+			switch {
+			case c == "null":
+				c = ""
+			case strings.HasPrefix(c, "{"):
+				c = strings.ReplaceAll(c, "'", "")
+			default:
+				if f, err := strconv.ParseFloat(c, 64); err == nil {
+					c = strconv.FormatFloat(f, 'g', -1, 64)
+				}
+			}
+			cells[j] = c
+		}
+		out[i] = strings.Join(cells, "|")
 	}
-	if rows := duckdbRows(t, "select count(*) from glob('"+out+"/*')"); rows != nil && rows[0] != "0" {
-		t.Errorf("a refused range wrote %s files", rows[0])
+	slices.Sort(out)
+	return out
+}
+
+// A range the feed cannot answer fails with the reason and writes nothing
+// (the error cases of kernel-rs's cdf.rs among them).
+func TestChangesRefusedRange(t *testing.T) {
+	for _, c := range []struct {
+		fixture string
+		args    []string
+		want    string
+	}{
+		{"dat/basic_append", []string{"0"}, "change data feed is not enabled"},
+		{"delta-kernel-rs/cdf-column-mapping-name-mode", []string{"0"}, "change data feed is not enabled"}, // enabled at v1
+		{"delta-kernel-rs/cdf-table-simple", []string{"1", "0"}, "the range is empty"},                     // invalid_range_end_before_start
+		{"delta-kernel-rs/cdf-table-simple", []string{"3", "4"}, "not found"},                              // invalid_range_start_after_last_version_of_table
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		args := append(append([]string{"changes", testenv.Fixture(t, c.fixture)}, c.args...), "--out", out)
+		_, errOut, code := deltafs(t, args...)
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s %v: exit %d, stderr %q; want a failure saying %q", c.fixture, c.args, code, errOut, c.want)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) != 0 {
+			t.Errorf("%s %v: a refused range wrote %d files", c.fixture, c.args, len(entries))
+		}
 	}
 }
