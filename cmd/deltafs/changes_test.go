@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
@@ -147,5 +150,64 @@ func TestChangesRefusedRange(t *testing.T) {
 		if entries, _ := os.ReadDir(out); len(entries) != 0 {
 			t.Errorf("%s %v: a refused range wrote %d files", c.fixture, c.args, len(entries))
 		}
+	}
+}
+
+// idRow is a row of cdf-table-simple (one long column, id).
+type idRow struct {
+	ID *int64 `parquet:"id,optional"`
+}
+
+// An append to a table with the change data feed (a blind append: add
+// actions only, which the protocol's "Change Data Files" section lets a
+// writer commit without CDC files) shows in the feed as inserts of
+// exactly the appended rows, at the new version.
+func TestAppendShowsAsInserts(t *testing.T) {
+	table := testenv.CopyFixture(t, "delta-kernel-rs/cdf-table-simple")
+	file := filepath.Join(t.TempDir(), "new.parquet")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[idRow](f)
+	var rows []idRow
+	for _, id := range []int64{100, 101, 102} {
+		rows = append(rows, idRow{ID: &id})
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(w.Close(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := deltafs(t, "append", table, file)
+	if code != 0 {
+		t.Fatalf("append: exit %d: %s", code, errOut)
+	}
+	v := strings.TrimSpace(out)
+	out, errOut, code = deltafs(t, "changes", table, v, "--json")
+	if code != 0 {
+		t.Fatalf("changes: exit %d: %s", code, errOut)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			ID      int64  `json:"id"`
+			Type    string `json:"_change_type"`
+			Version int64  `json:"_commit_version"`
+			TS      string `json:"_commit_timestamp"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if r.TS == "" {
+			t.Errorf("%q: no _commit_timestamp", line)
+		}
+		got = append(got, fmt.Sprintf("%d %s v%d", r.ID, r.Type, r.Version))
+	}
+	slices.Sort(got)
+	want := []string{"100 insert v" + v, "101 insert v" + v, "102 insert v" + v}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes of the appended version: %q, want %q", got, want)
 	}
 }
