@@ -119,3 +119,20 @@ func TestChangesRefusedWithoutTheFeed(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// The ranges kernel-rs's table_changes_checks_enable_cdf_flag accepts on
+// table-with-cdf (the feed on at versions 0-1, off at 2, on again at 3)
+// are planned, the others refused (table_changes/mod.rs).
+func TestChangesFollowTheFeedFlag(t *testing.T) {
+	tbl := Open(dirStore{fixtureTable(t, "delta-kernel-rs/table-with-cdf")}, Options{})
+	for _, r := range [][2]int64{{0, 1}, {0, 0}, {1, 1}, {0, 2}, {1, 2}, {2, 2}, {2, 3}, {3, 4}} {
+		n := 0
+		err := tbl.Changes(context.Background(), r[0], r[1], func(ChangeFile) error { n++; return nil })
+		if ok := r[1] < 2; ok != (err == nil) || ok != (n > 0) {
+			t.Errorf("changes %d..%d: %d files, %v; want them %v", r[0], r[1], n, err, map[bool]string{true: "given", false: "refused"}[ok])
+		}
+		if err != nil && !errors.Is(err, ErrChangesUnavailable) {
+			t.Errorf("changes %d..%d: %v, want ErrChangesUnavailable", r[0], r[1], err)
+		}
+	}
+}

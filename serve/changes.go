@@ -64,7 +64,9 @@ func (t *Table) changeEntry(ctx context.Context, end *delta.Snapshot, cf delta.C
 	key := strings.Join([]string{"deltafs-change/v1", t.store.String(), cf.Key, strconv.FormatInt(cf.Size, 10),
 		strconv.FormatInt(cf.Version, 10), strconv.FormatInt(cf.Timestamp.UnixMicro(), 10), cf.ChangeType,
 		dvID(cf.Deleted), pairID(cf.Pair), mapping, end.Metadata().SchemaString, partitionKey(cf.PartitionValues)}, "|")
-	build := t.progress(end, f, func(w io.Writer) error {
+	var buildErr error // the build's own error, named without the cache key
+	build := t.progress(end, f, func(w io.Writer) (err error) {
+		defer func() { buildErr = err }()
 		src, err := t.openStored(ctx, f)
 		if err != nil {
 			return err
@@ -83,7 +85,10 @@ func (t *Table) changeEntry(ctx context.Context, end *delta.Snapshot, cf delta.C
 	})
 	l, df, err := t.entry(ctx, key, cf.Size, build)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("changes of version %d, %s: %w", cf.Version, cf.Key, err)
+		if buildErr != nil {
+			err = buildErr
+		}
+		return nil, nil, nil, fmt.Errorf("changes of version %d: %w", cf.Version, err)
 	}
 	return l, df, f, nil
 }

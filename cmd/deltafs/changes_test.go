@@ -140,6 +140,13 @@ func TestChangesRefusedRange(t *testing.T) {
 		{"delta-kernel-rs/cdf-column-mapping-name-mode", []string{"0"}, "change data feed is not enabled"}, // enabled at v1
 		{"delta-kernel-rs/cdf-table-simple", []string{"1", "0"}, "the range is empty"},                     // invalid_range_end_before_start
 		{"delta-kernel-rs/cdf-table-simple", []string{"3", "4"}, "not found"},                              // invalid_range_start_after_last_version_of_table
+		// kernel-rs table_changes/mod.rs: table_changes_checks_enable_cdf_flag (the feed is off at
+		// version 2) and schema_evolution_fails (a column becomes non-nullable at version 4).
+		{"delta-kernel-rs/table-with-cdf", []string{"0", "2"}, "change data feed is not enabled"},
+		{"delta-kernel-rs/table-with-cdf", []string{"1", "2"}, "change data feed is not enabled"},
+		{"delta-kernel-rs/table-with-cdf", []string{"2", "2"}, "change data feed is not enabled"},
+		{"delta-kernel-rs/table-with-cdf", []string{"2", "3"}, "change data feed is not enabled"},
+		{"delta-kernel-rs/table-with-cdf", []string{"3", "4"}, "schema"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		args := append(append([]string{"changes", testenv.Fixture(t, c.fixture)}, c.args...), "--out", out)
