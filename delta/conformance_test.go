@@ -28,8 +28,7 @@ var mustRefuse = map[string]error{
 	"delta-rs/data_err_logs_table_f":                                        delta.ErrUnsupportedFeature,
 	"delta-rs/data_err_logs_table_h":                                        delta.ErrUnsupportedFeature,
 	"delta-rs/data_err_logs_table_i":                                        delta.ErrUnsupportedFeature,
-	"delta-kernel-rs/table-with-geo":                                        delta.ErrUnsupportedFeature, // geospatial
-	"delta-kernel-rs/golden-versions-not-contiguous":                        delta.ErrCorruptLog,         // commit 1 missing
+	"delta-kernel-rs/golden-versions-not-contiguous":                        delta.ErrCorruptLog, // commit 1 missing
 	"delta-kernel-rs/golden-deltalog-state-reconstruction-without-protocol": delta.ErrCorruptLog,
 	"delta-kernel-rs/golden-deltalog-state-reconstruction-without-metadata": delta.ErrCorruptLog,
 	"delta-kernel-rs/golden-data-reader-absolute-paths-escaped-chars":       delta.ErrCorruptLog, // no metaData

@@ -24,6 +24,12 @@ var readerFeaturesSupported = map[string]bool{
 	"variantShredding-preview": true,
 	"typeWidening":             true,
 	"typeWidening-preview":     true,
+	// geospatial: geometry and geography columns are WKB in Parquet (a
+	// BYTE_ARRAY with the GEOMETRY or GEOGRAPHY logical type); a reader
+	// of the table's files needs nothing else, so their bytes are served
+	// as stored. Writing is not supported (its statistics are bounding
+	// boxes this package does not compute).
+	"geospatial": true,
 }
 
 // catalogFeatures mark catalog-managed tables: their commits are ratified
