@@ -142,14 +142,15 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 	return t.version(ctx, v, true)
 }
 
-// ErrTimeNotRead is VersionsIn's answer for a version of a remote table
-// whose time is an in-commit timestamp it has not read yet: one GET per
-// version is too much for a listing; Version reads it when asked.
-var ErrTimeNotRead = errors.New("in-commit timestamp not read yet (the commit is remote)")
+// ErrTimeNotRead is VersionsIn's answer for a version whose time is not
+// known without reading the log (its in-commit timestamp not read yet,
+// or its commit file listed by name and not stat-ed): Version reads it.
+var ErrTimeNotRead = errors.New("commit time not read yet")
 
-// version is Version; with readICT false, an in-commit timestamp not read
-// before is answered with ErrTimeNotRead instead of read.
-func (t *Table) version(ctx context.Context, v int64, readICT bool) (VersionInfo, error) {
+// version is Version; with read false, a time that would take a read of
+// the log (a commit's in-commit timestamp, a stat of its file) is
+// answered with ErrTimeNotRead instead.
+func (t *Table) version(ctx context.Context, v int64, read bool) (VersionInfo, error) {
 	t.mu.Lock()
 	latest := t.latest
 	t.mu.Unlock()
@@ -175,8 +176,11 @@ func (t *Table) version(ctx context.Context, v int64, readICT bool) (VersionInfo
 		return VersionInfo{}, t.wrap(v, nf)
 	}
 	if f.Key != "" && latest != nil && ictApplies(latest.Metadata(), v) {
-		if !readICT && !t.ictKnown(v) {
-			return VersionInfo{}, ErrTimeNotRead
+		if !t.ictKnown(v) {
+			if !read {
+				return VersionInfo{}, ErrTimeNotRead
+			}
+			t.readAheadICTs(ctx, latest, v)
 		}
 		ms, err := t.ictOf(ctx, f)
 		if err != nil {
@@ -185,6 +189,9 @@ func (t *Table) version(ctx context.Context, v int64, readICT bool) (VersionInfo
 		return VersionInfo{Version: v, ModTime: time.UnixMilli(ms).UTC()}, nil
 	}
 	if f.Key != "" && f.ModTime.IsZero() { // listed by name: stat it now
+		if !read {
+			return VersionInfo{}, ErrTimeNotRead
+		}
 		o, err := t.store.Stat(ctx, f.Key)
 		if err != nil && !errors.Is(err, ErrNotExist) {
 			return VersionInfo{}, t.wrap(v, err)
@@ -194,26 +201,56 @@ func (t *Table) version(ctx context.Context, v int64, readICT bool) (VersionInfo
 	return VersionInfo{Version: v, ModTime: f.ModTime}, nil
 }
 
-// VersionsIn describes versions from..to as Version does, one answer per
-// version: infos[i] and errs[i] are the answer for from+i. The in-commit
-// timestamps it needs are read in parallel, so a listing of a long
-// history (READDIRPLUS of a table directory asks for its @vN a batch at a
-// time) costs one round of small local reads per batch rather than a
-// request per version. On a remote store it reads no commit: a version
-// whose in-commit timestamp was not read before is ErrTimeNotRead. Only
-// a cancelled ctx fails the whole call.
+// ictReadAhead is how many versions' in-commit timestamps a local table
+// reads at once, in parallel, from the first one asked for that is not
+// known: `ls -l` of a table directory looks its @vN up in order, so one
+// round of reads answers the next lookups from memory.
+const ictReadAhead = 256
+
+// readAheadICTs reads the unknown in-commit timestamps of versions
+// v+1..v+ictReadAhead-1 of a local table (errors are left for the
+// lookups of those versions to meet). A remote table reads only what is
+// asked for: a GET each.
+func (t *Table) readAheadICTs(ctx context.Context, latest *Snapshot, v int64) {
+	if LocalDir(t.store) == "" {
+		return
+	}
+	var files []LogFile
+	md := latest.Metadata()
+	for w := v + 1; w < v+ictReadAhead && w <= latest.version; w++ {
+		f, ok, err := t.commitOf(ctx, latest, w)
+		if err != nil || !ok || f.Key == "" || !ictApplies(md, w) || t.ictKnown(w) {
+			continue
+		}
+		files = append(files, f)
+	}
+	_ = parallel(ctx, len(files), func(ctx context.Context, i int) error {
+		_, _ = t.ictOf(ctx, files[i])
+		return nil
+	})
+}
+
+// VersionsIn describes versions from..to as Version does when that reads
+// nothing: infos[i] and errs[i] are the answer for from+i, and a version
+// whose time is not in memory (an in-commit timestamp not read yet, a
+// commit file listed by name) is ErrTimeNotRead. A listing of a table's
+// history gives attributes to the versions it can answer for free (a
+// listing of an object store carries file times; timestamps read before
+// are kept) and leaves the others to LOOKUPs, so that a plain ls of a long
+// history reads no commit. Only a cancelled ctx fails the whole call.
 func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []VersionInfo, errs []error, err error) {
 	if to < from {
 		return nil, nil, nil
 	}
 	n := int(to - from + 1)
 	infos, errs = make([]VersionInfo, n), make([]error, n)
-	local := LocalDir(t.store) != ""
-	err = parallel(ctx, n, func(ctx context.Context, i int) error {
-		infos[i], errs[i] = t.version(ctx, from+int64(i), local)
-		return ctx.Err()
-	})
-	return infos, errs, err
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		infos[i], errs[i] = t.version(ctx, from+int64(i), false)
+	}
+	return infos, errs, nil
 }
 
 // commitOf finds whether v is reconstructable and its commit file (a zero

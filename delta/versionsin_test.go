@@ -31,11 +31,11 @@ func (c countingReads) LocalDir() string {
 	return ""
 }
 
-// VersionsIn answers with the in-commit timestamps of a local table,
-// read once each, and on a remote table reads no commit: versions whose
-// timestamps were not read are ErrTimeNotRead, those read before (by
-// Version) are answered.
-func TestVersionsInReadsTimestampsOnlyLocally(t *testing.T) {
+// VersionsIn reads nothing: versions whose in-commit timestamps were not
+// read are ErrTimeNotRead. Version reads the one asked for and, on a
+// local table, the next ictReadAhead-1 in the same round (ls -l looks
+// versions up in order); on a remote one only the one asked for.
+func TestVersionTimesReadAheadLocally(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "t")
 	if _, err := scalegen.Generate(scalegen.Spec{Dir: root, Commits: 40, FilesPerCommit: 1, CheckpointEvery: 30, ICT: true}); err != nil {
 		t.Fatal(err)
@@ -47,28 +47,34 @@ func TestVersionsInReadsTimestampsOnlyLocally(t *testing.T) {
 		if _, err := tbl.Latest(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tbl.Version(ctx, 3); err != nil { // read before: known either way
+		before := reads.Load()
+		if _, errs, err := tbl.VersionsIn(ctx, 0, 39); err != nil || !errors.Is(errs[3], ErrTimeNotRead) {
+			t.Fatalf("local %v: VersionsIn before any read: %v, v3: %v; want ErrTimeNotRead", local, err, errs[3])
+		}
+		if n := reads.Load() - before; n != 0 {
+			t.Fatalf("local %v: VersionsIn made %d reads", local, n)
+		}
+		if _, err := tbl.Version(ctx, 3); err != nil {
 			t.Fatal(err)
 		}
-		before := reads.Load()
 		infos, errs, err := tbl.VersionsIn(ctx, 0, 39)
-		if err != nil || len(infos) != 40 {
-			t.Fatalf("local %v: VersionsIn: %d infos, %v", local, len(infos), err)
+		if err != nil {
+			t.Fatal(err)
 		}
 		for i, info := range infos {
 			v := int64(i)
+			known := v == 3 || local && v > 3
 			switch {
-			case local || v == 3:
-				if errs[i] != nil || info.Version != v || !info.ModTime.Equal(scalegen.CommitTime(v)) {
-					t.Errorf("local %v: v%d: %+v %v, want time %v", local, v, info, errs[i], scalegen.CommitTime(v))
-				}
-			case !errors.Is(errs[i], ErrTimeNotRead):
-				t.Errorf("remote: v%d: %+v %v, want ErrTimeNotRead", v, info, errs[i])
+			case known && (errs[i] != nil || !info.ModTime.Equal(scalegen.CommitTime(v))):
+				t.Errorf("local %v: v%d: %+v %v, want time %v", local, v, info, errs[i], scalegen.CommitTime(v))
+			case !known && !errors.Is(errs[i], ErrTimeNotRead):
+				t.Errorf("local %v: v%d: %+v %v, want ErrTimeNotRead", local, v, info, errs[i])
 			}
 		}
-		got := reads.Load() - before
-		if local && got == 0 || !local && got != 0 {
-			t.Errorf("local %v: VersionsIn made %d reads", local, got)
+		// Locally the commits of the newest snapshot's segment (31-39) are
+		// parsed already and read from memory.
+		if n := reads.Load() - before; local && n < 2 || !local && n != 1 {
+			t.Errorf("local %v: Version(3) made %d reads", local, n)
 		}
 	}
 }

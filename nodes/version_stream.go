@@ -19,17 +19,18 @@ import (
 // listing is still valid (FOPEN_CACHE_DIR: no READDIR reaches us then).
 //
 // READDIRPLUS (which go-fuse has the kernel use for every listing): each
-// @vN entry carries its attributes, so that `ls -l` of a long history
-// costs a READDIRPLUS per few dozen versions instead of a LOOKUP round
-// trip per version. The attributes come a batch of versions at a time
-// (Table.VersionsIn: the in-commit timestamps of a local table's batch
-// are read in parallel; a remote table's unread ones are left out). The
-// price is paid by a plain ls too: each entry given attributes is an
-// inode the kernel holds until it forgets it (a SnapshotDir that holds no
-// snapshot: about 0.9 KiB of the mount's memory, measured), so one
-// listing gives them to at most plusMaxVersions versions and the rest
-// are looked up when asked. _history.jsonl is left without attributes,
-// since its size reads every commit and a plain ls should not pay for it.
+// @vN entry whose commit time is known without reading the log carries
+// its attributes (Table.VersionsIn, a batch of versions at a time: the
+// times an object store's listing gives, the in-commit timestamps read
+// before), so that `ls -l` of such a history costs a READDIRPLUS per few
+// dozen versions instead of a LOOKUP per version. The others go without:
+// a plain ls of a long history reads no commit, and ls -l looks them up
+// (the engine then reads the timestamps of the next versions in the same
+// round). Each entry given attributes is an inode the kernel holds until
+// it forgets it (a SnapshotDir that holds no snapshot: about 0.9 KiB of
+// the mount's memory, measured), so one listing gives them to at most
+// plusMaxVersions versions. _history.jsonl goes without attributes, since
+// its size reads every commit and a plain ls should not pay for it.
 type versionStream struct {
 	dir    *TableDir
 	loaded bool

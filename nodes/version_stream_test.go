@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -28,15 +29,26 @@ func (c *versionCounter) Version(ctx context.Context, v int64) (delta.VersionInf
 	return c.Table.Version(ctx, v)
 }
 
-// `ls -l` of a long history: READDIRPLUS carries each @vN's attributes
-// (its in-commit timestamp as mtime), so stat-ing every entry after
-// listing sends no LOOKUP per version. The old stream left @vN without
-// attributes: one LOOKUP, and one Version call, per version.
-func TestListingCarriesVersionAttributes(t *testing.T) {
+// listedStore is a table's storage seen as an object store: no local
+// directory, no listing by name, so a listing carries every commit's time;
+// it counts its reads.
+type listedStore struct {
+	delta.Storage
+	reads atomic.Int32
+}
+
+func (s *listedStore) ReadRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	s.reads.Add(1)
+	return s.Storage.ReadRange(ctx, key, off, n)
+}
+
+// historyDir mounts a generated table of commits versions (with in-commit
+// timestamps or not) as MOUNT/t through store (wrapping the local one)
+// and returns the directory, the counter of LOOKUPs and the store.
+func historyDir(t *testing.T, commits int, ict bool) (string, *versionCounter, *listedStore) {
 	testenv.RequireFUSE(t)
-	const commits = 700 // more than two batches of plusBatch
 	root := filepath.Join(t.TempDir(), "t")
-	if _, err := scalegen.Generate(scalegen.Spec{Dir: root, Commits: commits, FilesPerCommit: 1, CheckpointEvery: 300, ICT: true}); err != nil {
+	if _, err := scalegen.Generate(scalegen.Spec{Dir: root, Commits: commits, FilesPerCommit: 1, CheckpointEvery: 300, ICT: ict}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := blobstore.Open(context.Background(), root)
@@ -44,18 +56,19 @@ func TestListingCarriesVersionAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	vc := &versionCounter{Table: delta.Open(st, delta.Options{})}
+	ls := &listedStore{Storage: st}
+	vc := &versionCounter{Table: delta.Open(ls, delta.Options{})}
 	d := NewTableDir(NewEnv(Options{LongTimeout: time.Hour}), "t", vc, nil)
 	if _, err := d.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(mountDirs(t, d), "t")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := vc.versions.Load()
-	seen := 0
+	return filepath.Join(mountDirs(t, d), "t"), vc, ls
+}
+
+// statVersions lstat-s every @vN of dir (as ls -l does after listing)
+// and checks each one's mtime is its commit time; it returns how many.
+func statVersions(t *testing.T, dir string, entries []os.DirEntry) int {
+	n := 0
 	for _, e := range entries {
 		var v int64
 		if _, err := fmt.Sscanf(e.Name(), "@v%d", &v); err != nil {
@@ -68,12 +81,44 @@ func TestListingCarriesVersionAttributes(t *testing.T) {
 		if want := scalegen.CommitTime(v); !fi.ModTime().Equal(want) || !fi.IsDir() {
 			t.Fatalf("%s: mtime %v dir %v, want %v and a directory", e.Name(), fi.ModTime(), fi.IsDir(), want)
 		}
-		seen++
+		n++
 	}
-	if seen != commits {
-		t.Fatalf("listed %d versions, want %d", seen, commits)
+	return n
+}
+
+// A listing gives @vN the attributes it knows without reading the log: a
+// table whose listing carries commit times (an object store's) has ls -l
+// answered from the READDIRPLUS replies, with no LOOKUP per version.
+func TestListingCarriesKnownVersionTimes(t *testing.T) {
+	const commits = 700 // more than two batches of plusBatch
+	dir, vc, _ := historyDir(t, commits, false)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := vc.versions.Load()
+	if n := statVersions(t, dir, entries); n != commits {
+		t.Fatalf("listed %d versions, want %d", n, commits)
 	}
 	if n := vc.versions.Load() - before; n != 0 {
 		t.Errorf("stat of %d listed versions made %d LOOKUPs of a version, want 0", commits, n)
+	}
+}
+
+// A plain listing of a table with in-commit timestamps reads no commit
+// (a version's time is its commit's to read: a LOOKUP does, when ls -l
+// asks), and the times then given are right.
+func TestListingReadsNoCommit(t *testing.T) {
+	dir, _, st := historyDir(t, 700, true)
+	before := st.reads.Load()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.reads.Load() - before; n != 0 {
+		t.Errorf("listing the table read %d objects, want 0", n)
+	}
+	if n := statVersions(t, dir, entries); n != 700 {
+		t.Fatalf("listed %d versions, want 700", n)
 	}
 }
