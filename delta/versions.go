@@ -142,9 +142,9 @@ func (t *Table) Version(ctx context.Context, v int64) (VersionInfo, error) {
 	return t.version(ctx, v, true)
 }
 
-// ErrTimeNotRead is VersionsIn's answer for a version whose time is not
-// known without reading the log (its in-commit timestamp not read yet,
-// or its commit file listed by name and not stat-ed): Version reads it.
+// ErrTimeNotRead is VersionsIn's answer for a version of a remote table
+// whose time is not known without a request (its in-commit timestamp not
+// read yet): Version reads it.
 var ErrTimeNotRead = errors.New("commit time not read yet")
 
 // version is Version; with read false, a time that would take a read of
@@ -230,25 +230,25 @@ func (t *Table) readAheadICTs(ctx context.Context, latest *Snapshot, v int64) {
 	})
 }
 
-// VersionsIn describes versions from..to as Version does when that reads
-// nothing: infos[i] and errs[i] are the answer for from+i, and a version
-// whose time is not in memory (an in-commit timestamp not read yet, a
-// commit file listed by name) is ErrTimeNotRead. A listing of a table's
-// history gives attributes to the versions it can answer for free (a
-// listing of an object store carries file times; timestamps read before
-// are kept) and leaves the others to LOOKUPs, so that a plain ls of a long
-// history reads no commit. Only a cancelled ctx fails the whole call.
+// VersionsIn describes versions from..to as Version does, one answer per
+// version: infos[i] and errs[i] are the answer for from+i. A local table's
+// times are read as Version reads them (in-commit timestamps a round of
+// ictReadAhead at a time, in parallel); a remote table's are only those
+// known without a request (its listing's file times, timestamps read
+// before), the others ErrTimeNotRead: a listing of a long history must
+// not cost a GET per version. Only a cancelled ctx fails the whole call.
 func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []VersionInfo, errs []error, err error) {
 	if to < from {
 		return nil, nil, nil
 	}
 	n := int(to - from + 1)
 	infos, errs = make([]VersionInfo, n), make([]error, n)
+	read := LocalDir(t.store) != ""
 	for i := range n {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		infos[i], errs[i] = t.version(ctx, from+int64(i), false)
+		infos[i], errs[i] = t.version(ctx, from+int64(i), read)
 	}
 	return infos, errs, nil
 }
@@ -298,12 +298,18 @@ func (s *Snapshot) segmentCommit(v int64) (LogFile, bool) {
 	return LogFile{}, false
 }
 
-// ictKnown reports whether version v's in-commit timestamp was read.
+// ictKnown reports whether version v's in-commit timestamp is in memory:
+// read before, or in a parsed commit.
 func (t *Table) ictKnown(v int64) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	_, ok := t.icts[v]
-	return ok
+	t.mu.Unlock()
+	if ok {
+		return true
+	}
+	// A commit parsed already (a snapshot's segment) has it in memory.
+	c, ok := t.commits.Peek(commitKey{t, v})
+	return ok && len(c.actions) > 0 && c.actions[0].CommitInfo != nil
 }
 
 // ictOf returns the in-commit timestamp of a commit, read once.

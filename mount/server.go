@@ -158,7 +158,12 @@ func (s *Server) fuseOptions() *fs.Options {
 		DirectMount:          os.Geteuid() == 0,
 		// Rewritten files are opened with FOPEN_DIRECT_IO (nodes.DataFile.Open);
 		// this keeps mmap of them working (Linux >= 6.6; older kernels ignore it).
-		ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP,
+		// READDIRPLUS_AUTO: the kernel asks for READDIRPLUS (entries with
+		// attributes) for a directory's first chunk, then only while the
+		// entries it returned are being used (ls -l stats each chunk as
+		// it reads it), so a plain ls or find of a long history costs no
+		// attributes beyond the first chunk (nodes.versionStream).
+		ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_READDIRPLUS_AUTO,
 		Debug:             s.cfg.Debug,
 	}
 	// The kernel checks permissions against the modes, uid and gid the

@@ -18,19 +18,21 @@ import (
 // state, and opening the directory does no work while the kernel's cached
 // listing is still valid (FOPEN_CACHE_DIR: no READDIR reaches us then).
 //
-// READDIRPLUS (which go-fuse has the kernel use for every listing): each
-// @vN entry whose commit time is known without reading the log carries
-// its attributes (Table.VersionsIn, a batch of versions at a time: the
-// times an object store's listing gives, the in-commit timestamps read
-// before), so that `ls -l` of such a history costs a READDIRPLUS per few
-// dozen versions instead of a LOOKUP per version. The others go without:
-// a plain ls of a long history reads no commit, and ls -l looks them up
-// (the engine then reads the timestamps of the next versions in the same
-// round). Each entry given attributes is an inode the kernel holds until
-// it forgets it (a SnapshotDir that holds no snapshot: about 0.9 KiB of
-// the mount's memory, measured), so one listing gives them to at most
-// plusMaxVersions versions. _history.jsonl goes without attributes, since
-// its size reads every commit and a plain ls should not pay for it.
+// READDIRPLUS: each @vN entry carries its attributes when its commit time
+// can be had cheaply (Table.VersionsIn, a batch of versions at a time: a
+// local table's in-commit timestamps read a round at a time in parallel;
+// a remote table's times only when its listing gave them or they were
+// read before), so that `ls -l` of a long history costs a READDIRPLUS per
+// few hundred versions instead of a LOOKUP per version. The mount asks the
+// kernel for READDIRPLUS_AUTO: READDIRPLUS for a directory's first chunk,
+// then for the next only when the entries of the last were used (ls -l
+// stats each chunk as it reads it), plain READDIR otherwise; so a plain
+// ls of a long history reads the times of its first chunk only, and makes
+// no inode beyond it. Each entry given attributes is an inode the kernel
+// holds until it forgets it (a SnapshotDir that holds no snapshot: about
+// 0.9 KiB of the mount's memory, measured), as a LOOKUP of it would be.
+// _history.jsonl goes without attributes, since its size reads every
+// commit and a plain ls should not pay for it.
 type versionStream struct {
 	dir    *TableDir
 	loaded bool
@@ -40,7 +42,6 @@ type versionStream struct {
 	total  uint64          // number of entries
 	pos    uint64          // index of the next entry
 	batch  versionBatch    // attributes of the versions being listed
-	given  int             // @vN entries given attributes by this handle
 }
 
 // versionBatch is what Table.VersionsIn said of the versions from..from+len-1.
@@ -54,10 +55,6 @@ type versionBatch struct {
 // READDIRPLUS replies' worth, so that a listing stopped early (ls | head)
 // reads little more than it shows.
 const plusBatch = 256
-
-// plusMaxVersions bounds the @vN entries one listing gives attributes to
-// (and so the inodes it makes): about 56 MiB while the kernel holds them.
-const plusMaxVersions = 1 << 16
 
 var (
 	_ = (fs.FileReaddirenter)((*versionStream)(nil))
@@ -137,14 +134,13 @@ func (s *versionStream) Lookup(ctx context.Context, name string, out *fuse.Entry
 		return s.dir.Lookup(ctx, name, out)
 	}
 	v, err := strconv.ParseInt(name[2:], 10, 64)
-	if err != nil || s.given >= plusMaxVersions {
+	if err != nil {
 		return nil, syscall.ENOENT
 	}
 	info, ok := s.versionInfo(ctx, v)
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	s.given++
 	return s.dir.snapshotChild(ctx, info, out), 0
 }
 
