@@ -59,10 +59,15 @@ func (t *Table) HistoryEach(ctx context.Context, from, to int64, fn func(CommitS
 	if err != nil {
 		return err
 	}
-	if err := l.fillTimes(ctx, t.store); err != nil {
-		return t.wrap(-1, err)
-	}
 	md := latest.Metadata()
+	// File times matter only to versions whose time is not an in-commit
+	// timestamp: a log listed by name is stat-ed commit by commit.
+	timed := !ictApplies(md, max(from, 0))
+	if timed {
+		if err := l.fillTimes(ctx, t.store); err != nil {
+			return t.wrap(-1, err)
+		}
+	}
 	i := l.commits.search(from)
 	for i < l.commits.len() && l.commits.entries[i].version <= to {
 		var files []LogFile
@@ -81,12 +86,101 @@ func (t *Table) HistoryEach(ctx context.Context, from, to int64, fn func(CommitS
 			return t.wrap(-1, err)
 		}
 		for k, c := range commits {
-			if err := fn(summarize(c, l.commits.monotonicMs(idx[k]), md)); err != nil {
+			s := summarize(c, l.commits.monotonicMs(idx[k]), md)
+			if s.InCommitTimestamp == nil && !timed { // a commit without its timestamp: its file time then
+				if err := l.fillTimes(ctx, t.store); err != nil {
+					return t.wrap(-1, err)
+				}
+				timed = true
+				s = summarize(c, l.commits.monotonicMs(idx[k]), md)
+			}
+			if err := fn(s); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// AppendLine appends the summary as one line of _history.jsonl: JSON
+// without HTML escaping (an operation parameter "a < b" stays readable),
+// then a newline. The line's length is what HistorySize counts.
+func (c CommitSummary) AppendLine(b []byte) []byte {
+	buf := bytes.NewBuffer(b)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c); err != nil {
+		// Only unencodable operation parameters (NaN cannot come from
+		// JSON): say so on the line rather than drop it.
+		fmt.Fprintf(buf, "{\"version\":%d,\"error\":%q}\n", c.Version, err.Error())
+	}
+	return buf.Bytes()
+}
+
+// HistorySize returns the byte size of the _history.jsonl lines of the
+// versions in [from, to] whose commit files exist (AppendLine's lines).
+// The line of a version whose time is its in-commit timestamp depends on
+// its commitInfo alone, so its length is kept when the commit is first
+// read (a stat of the history after ls -l of the table, which reads those
+// timestamps, reads nothing again); the others' commits are read, in
+// runs, as HistoryEach reads them.
+func (t *Table) HistorySize(ctx context.Context, from, to int64) (int64, error) {
+	var total int64
+	runFrom := int64(-1)
+	flush := func(runTo int64) error {
+		if runFrom < 0 {
+			return nil
+		}
+		err := t.HistoryEach(ctx, runFrom, runTo, func(c CommitSummary) error {
+			total += int64(len(c.AppendLine(nil)))
+			return nil
+		})
+		runFrom = -1
+		return err
+	}
+	for v := from; v <= to; v++ {
+		if n, ok := t.knownLine(v); ok {
+			if err := flush(v - 1); err != nil {
+				return 0, err
+			}
+			total += int64(n)
+			continue
+		}
+		if runFrom < 0 {
+			runFrom = v
+		}
+	}
+	return total, flush(to)
+}
+
+// knownLine returns the history line length of version v, if known.
+func (t *Table) knownLine(v int64) (int32, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.lines[v]
+	return n, ok
+}
+
+// noteLine keeps the history line length of commit f, whose commitInfo
+// (raw) holds an in-commit timestamp that is its time by the newest
+// metadata: the line then depends on nothing else.
+func (t *Table) noteLine(f LogFile, raw json.RawMessage) {
+	latest := t.Current()
+	if latest == nil || !ictApplies(latest.Metadata(), f.Version) {
+		return
+	}
+	c := &commitFile{version: f.Version, file: f, actions: []*Action{{CommitInfo: raw}}}
+	s := summarize(c, 0, latest.Metadata())
+	if s.InCommitTimestamp == nil {
+		return
+	}
+	n := int32(len(s.AppendLine(nil)))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) >= maxICTs {
+		clear(t.lines)
+	}
+	t.lines[f.Version] = n
 }
 
 // readCommitInfo reads commit f keeping only its commitInfo action, the

@@ -133,3 +133,40 @@ func TestHistoryReadsTheHeadOfLargeCommits(t *testing.T) {
 		}
 	}
 }
+
+// HistorySize is the length of the lines HistoryEach's summaries give
+// (AppendLine), and once a version's in-commit timestamp has been read
+// (an ls -l of the table reads them all) its line costs no read again.
+func TestHistorySizeFromTimestampsRead(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "t")
+	if _, err := scalegen.Generate(scalegen.Spec{Dir: root, Commits: 300, FilesPerCommit: 1, CheckpointEvery: 100, ICT: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var reads atomic.Int32
+	tbl := Open(countingReads{dirStore{root}, true, &reads}, Options{})
+	var want int64
+	err := Open(dirStore{root}, Options{}).HistoryEach(ctx, 0, -1, func(c CommitSummary) error {
+		want += int64(len(c.AppendLine(nil)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tbl.HistorySize(ctx, 0, 299); err != nil || got != want {
+		t.Fatalf("HistorySize: %d, %v; want %d, the lines' length", got, err, want)
+	}
+	fresh := Open(countingReads{dirStore{root}, true, &reads}, Options{})
+	for v := int64(0); v < 300; v++ {
+		if _, err := fresh.Version(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := reads.Load()
+	if got, err := fresh.HistorySize(ctx, 0, 299); err != nil || got != want {
+		t.Fatalf("HistorySize after the timestamps were read: %d, %v; want %d", got, err, want)
+	}
+	if n := reads.Load() - before; n != 0 {
+		t.Errorf("HistorySize after the timestamps were read made %d reads, want 0", n)
+	}
+}

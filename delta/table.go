@@ -96,6 +96,7 @@ type Table struct {
 	full    *logListing            // guarded by mu: listing from version 0, once made
 	flights map[int64]*buildFlight // guarded by mu: builds in progress
 	icts    map[int64]int64        // guarded by mu: in-commit timestamps read, by version
+	lines   map[int64]int32        // guarded by mu: history line lengths known from them (HistorySize)
 	// Concurrent Latest calls are coalesced (see Latest): running is the
 	// call in flight, next the one its latecomers share.
 	running, next *latestCall // guarded by mu
@@ -129,7 +130,7 @@ func Open(store Storage, opts Options) *Table {
 	return &Table{
 		store: store, name: store.String(),
 		states: c.states, commits: c.commits,
-		flights: map[int64]*buildFlight{}, icts: map[int64]int64{},
+		flights: map[int64]*buildFlight{}, icts: map[int64]int64{}, lines: map[int64]int32{},
 	}
 }
 

@@ -175,6 +175,7 @@ func (t *Table) commitICT(ctx context.Context, f LogFile) (int64, error) {
 	}
 	if json.Unmarshal(line, &a) == nil && a.CommitInfo != nil {
 		if ict, ok := inCommitTimestamp(a.CommitInfo); ok {
+			t.noteLine(f, a.CommitInfo)
 			return ict, nil
 		}
 	}

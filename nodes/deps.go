@@ -47,6 +47,9 @@ type Table interface {
 	// HistoryEach calls fn with the summary of each version in [from, to]
 	// that has a commit file, oldest first, in bounded memory.
 	HistoryEach(ctx context.Context, from, to int64, fn func(delta.CommitSummary) error) error
+	// HistorySize returns the byte size of the lines (CommitSummary's
+	// AppendLine) of the versions in [from, to] that have a commit file.
+	HistorySize(ctx context.Context, from, to int64) (int64, error)
 }
 
 // Files serves the bytes of one table's data files; serve.Table

@@ -146,20 +146,14 @@ func (hh *historyHandle) movedLocked(ctx context.Context) bool {
 func (hh *historyHandle) fillLocked(ctx context.Context) syscall.Errno {
 	d := hh.file.dir
 	last := min(hh.next+historyChunk-1, hh.to)
-	enc := newHistoryEncoder((*appendWriter)(&hh.buf))
-	err := d.table.HistoryEach(ctx, hh.next, last, func(c delta.CommitSummary) error { return enc.Encode(c) })
+	err := d.table.HistoryEach(ctx, hh.next, last, func(c delta.CommitSummary) error {
+		hh.buf = c.AppendLine(hh.buf)
+		return nil
+	})
 	if err != nil {
 		return d.env.metaErrno("read history", err, "table", d.name, "version", hh.next, "file", HistoryName)
 	}
 	hh.next = last + 1
 	hh.done = hh.next > hh.to
 	return 0
-}
-
-// appendWriter appends what is written to it to the slice.
-type appendWriter []byte
-
-func (w *appendWriter) Write(p []byte) (int, error) {
-	*w = append(*w, p...)
-	return len(p), nil
 }

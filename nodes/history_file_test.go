@@ -134,6 +134,11 @@ func (c *countingTable) HistoryEach(ctx context.Context, from, to int64, fn func
 	return c.Table.HistoryEach(ctx, from, to, fn)
 }
 
+func (c *countingTable) HistorySize(ctx context.Context, from, to int64) (int64, error) {
+	c.reads.Add(1)
+	return c.Table.HistorySize(ctx, from, to)
+}
+
 // A plain listing of a table (READDIRPLUS) does not count the history's
 // size; a stat of _history.jsonl does, once while @latest stays.
 func TestHistorySizeNotCountedByListing(t *testing.T) {

@@ -2,11 +2,7 @@ package nodes
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"sync"
-
-	"github.com/deltafs/deltafs/delta"
 )
 
 // historySize is the byte size of _history.jsonl for versions 0..upto,
@@ -72,26 +68,10 @@ func (h *historySize) size(ctx context.Context, t Table, to int64) (int64, error
 }
 
 // countHistory returns the byte size of the lines of versions from..to,
-// holding none of them.
+// holding none of them (the engine keeps what it learnt of them).
 func countHistory(ctx context.Context, t Table, from, to int64) (int64, error) {
-	cw := &countWriter{}
-	enc := newHistoryEncoder(cw)
-	err := t.HistoryEach(ctx, from, to, func(c delta.CommitSummary) error { return enc.Encode(c) })
-	return cw.n, err
-}
-
-// newHistoryEncoder writes one JSON line per summary, as the file holds
-// them: no HTML escaping (an operation parameter "a < b" stays readable).
-func newHistoryEncoder(w io.Writer) *json.Encoder {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc
-}
-
-// countWriter counts the bytes written to it.
-type countWriter struct{ n int64 }
-
-func (w *countWriter) Write(p []byte) (int, error) {
-	w.n += int64(len(p))
-	return len(p), nil
+	if to < from {
+		return 0, nil
+	}
+	return t.HistorySize(ctx, from, to)
 }
