@@ -12,6 +12,8 @@
 package nodes
 
 import (
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
 	"context"
 	"errors"
 	"log/slog"
@@ -50,6 +52,12 @@ type Table interface {
 	// HistorySize returns the byte size of the lines (CommitSummary's
 	// AppendLine) of the versions in [from, to] that have a commit file.
 	HistorySize(ctx context.Context, from, to int64) (int64, error)
+	// Changes calls fn with the change files of versions from..to (the
+	// change data feed); a range it cannot give is an error wrapping
+	// delta.ErrChangesUnavailable, before fn is called.
+	Changes(ctx context.Context, from, to int64, fn func(delta.ChangeFile) error) error
+	// Rows returns the rows of a change file that are changes.
+	Rows(ctx context.Context, f delta.ChangeFile) (keep, drop *roaring64.Bitmap, err error)
 }
 
 // Files serves the bytes of one table's data files; serve.Table
@@ -67,6 +75,11 @@ type Files interface {
 	// an implementation may find them ahead, in the background, bounded.
 	// It never blocks.
 	Warm(snap *delta.Snapshot, adds []*delta.Add)
+	// ChangeSize and OpenChange are Size and Open for a change file of a
+	// range whose newest snapshot is end, with its rows keep or drop
+	// (Table.Rows).
+	ChangeSize(ctx context.Context, end *delta.Snapshot, cf delta.ChangeFile, keep, drop *roaring64.Bitmap) (int64, error)
+	OpenChange(ctx context.Context, end *delta.Snapshot, cf delta.ChangeFile, keep, drop *roaring64.Bitmap) (serve.Content, error)
 }
 
 // Options are the mount-wide settings of the tree.

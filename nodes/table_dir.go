@@ -196,6 +196,8 @@ func (d *TableDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return d.historyChild(ctx, out)
 	case name == InboxName && d.inbox != nil:
 		return d.inboxChild(ctx, out), 0
+	case name == ChangesName && d.files != nil:
+		return d.changesChild(ctx, out), 0
 	case strings.HasPrefix(name, "@"):
 		return d.specChild(ctx, name, out)
 	}
@@ -295,6 +297,17 @@ func (d *TableDir) timeChild(ctx context.Context, name string, v int64, out *fus
 	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
 	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
 	return d.NewInode(ctx, l, fs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino}), 0
+}
+
+// changesChild returns @changes.
+func (d *TableDir) changesChild(ctx context.Context, out *fuse.EntryOut) *fs.Inode {
+	c := &ChangesDir{dir: d}
+	c.ro = roNode{d.env, &c.Inode}
+	acc := d.access()
+	fillAttr(&out.Attr, c.ino(), acc.dir(), acc.owner, 0, time.Time{})
+	out.SetEntryTimeout(d.env.Opts.LongTimeout)
+	out.SetAttrTimeout(d.env.Opts.LongTimeout)
+	return d.NewInode(ctx, c, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: c.ino()})
 }
 
 // historyChild returns _history.jsonl.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,18 @@ const (
 	CommitTimestampColumn = "_commit_timestamp"
 )
 
+// ChangeFileName is the name the i-th change file of a range is given in
+// the mount's @changes tree and by deltafs changes --out: its version,
+// its place in the range and its file's name, so that names sort by
+// version within a version's files and never collide.
+func ChangeFileName(i int, cf delta.ChangeFile) string {
+	name := fmt.Sprintf("v%d-%d-%s", cf.Version, i, path.Base(cf.Key))
+	if !strings.HasSuffix(name, ".parquet") {
+		name += ".parquet"
+	}
+	return name
+}
+
 // OpenChange returns the bytes of change file cf of a range whose newest
 // snapshot is end; keep and drop are its rows (delta.Table.Rows).
 func (t *Table) OpenChange(ctx context.Context, end *delta.Snapshot, cf delta.ChangeFile, keep, drop *roaring64.Bitmap) (Content, error) {
@@ -39,6 +52,17 @@ func (t *Table) OpenChange(ctx context.Context, end *delta.Snapshot, cf delta.Ch
 		return nil, err
 	}
 	return t.composite(ctx, f, l, df)
+}
+
+// ChangeSize returns the exact size change file cf is served with
+// (OpenChange's bytes), building its patch once.
+func (t *Table) ChangeSize(ctx context.Context, end *delta.Snapshot, cf delta.ChangeFile, keep, drop *roaring64.Bitmap) (int64, error) {
+	l, df, _, err := t.changeEntry(ctx, end, cf, keep, drop)
+	if err != nil {
+		return 0, err
+	}
+	df.Close()
+	return l.Size(), nil
 }
 
 // changeEntry returns the layout and open patch of change file cf, and the

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -186,11 +185,8 @@ type dirSink struct {
 }
 
 func (d *dirSink) file(cf delta.ChangeFile, r *io.SectionReader) error {
+	name := serve.ChangeFileName(d.n, cf)
 	d.n++
-	name := fmt.Sprintf("v%d-%d-%s", cf.Version, d.n, path.Base(cf.Key))
-	if filepath.Ext(name) != ".parquet" {
-		name += ".parquet"
-	}
 	f, err := os.Create(filepath.Join(d.dir, name))
 	if err != nil {
 		return err

@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
+	"github.com/deltafs/deltafs/mount"
+)
+
+// kernelCases reads cmd/deltafs/testdata/kernel-cdf.json: delta-kernel-rs's
+// expected change rows of the shared CDF tables (its source field cites
+// the test file and commit).
+func kernelCases(t *testing.T) []struct {
+	Test    string     `json:"test"`
+	Fixture string     `json:"fixture"`
+	From    int64      `json:"from"`
+	To      *int64     `json:"to"`
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
+} {
+	data, err := os.ReadFile(filepath.Join("..", "cmd", "deltafs", "testdata", "kernel-cdf.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Cases []struct {
+			Test    string     `json:"test"`
+			Fixture string     `json:"fixture"`
+			From    int64      `json:"from"`
+			To      *int64     `json:"to"`
+			Columns []string   `json:"columns"`
+			Rows    [][]string `json:"rows"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	return k.Cases
+}
+
+// The mount's @changes tree gives, through a plain DuckDB glob over
+// TABLE/@changes/vA..vB/*.parquet, exactly the change rows delta-kernel-rs
+// expects of every shared CDF table (the ranges of its cdf.rs; an open
+// end as vA..); its README says how to name a range.
+func TestChangesTreeAsKernelExpects(t *testing.T) {
+	cases := kernelCases(t)
+	var sources []mount.Source
+	seen := map[string]bool{}
+	for _, c := range cases {
+		name := filepath.Base(c.Fixture)
+		if !seen[name] {
+			seen[name] = true
+			sources = append(sources, mount.Source{Name: name, URL: testenv.Fixture(t, c.Fixture)})
+		}
+	}
+	mnt := mountFS(t, mount.Config{Sources: sources})
+	readme, err := os.ReadFile(filepath.Join(mnt, "cdf-table", "@changes", "README.txt"))
+	if err != nil || !strings.Contains(string(readme), "v10..v20") {
+		t.Fatalf("@changes/README.txt: %q, %v", readme, err)
+	}
+	for _, c := range cases {
+		rng := fmt.Sprintf("v%d..", c.From)
+		if c.To != nil {
+			rng += "v" + strconv.FormatInt(*c.To, 10)
+		}
+		dir := filepath.Join(mnt, filepath.Base(c.Fixture), "@changes", rng)
+		t.Run(c.Test+"/"+filepath.Base(c.Fixture)+"/"+rng, func(t *testing.T) {
+			cols := make([]string, len(c.Columns))
+			for i, col := range c.Columns {
+				cols[i] = `"` + strings.ReplaceAll(col, `"`, `""`) + `"`
+			}
+			rows := duckdbQuery(t, "select "+strings.Join(cols, ", ")+" from read_parquet('"+dir+"/*.parquet')")
+			if rows == nil {
+				return
+			}
+			got := make([]string, len(rows))
+			for i, r := range rows {
+				got[i] = strings.Join(r, "|")
+			}
+			want := make([]string, len(c.Rows))
+			for i, r := range c.Rows {
+				want[i] = strings.Join(r, "|")
+			}
+			got, want = normalizeCells(got), normalizeCells(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s:\n%s\nwant (kernel-rs %s):\n%s", dir, strings.Join(got, "\n"), c.Test, strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+// normalizeCells sorts "|"-joined rows, each cell as Arrow's and DuckDB's
+// printers agree on it: null empty, numbers by value, structs unquoted.
+func normalizeCells(rows []string) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		cells := strings.Split(r, "|")
+		for j, c := range cells {
+			switch {
+			case c == "null":
+				c = ""
+			case strings.HasPrefix(c, "{"):
+				c = strings.ReplaceAll(c, "'", "")
+			default:
+				if f, err := strconv.ParseFloat(c, 64); err == nil {
+					c = strconv.FormatFloat(f, 'g', -1, 64)
+				}
+			}
+			cells[j] = c
+		}
+		out[i] = strings.Join(cells, "|")
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A range the feed cannot give is a directory holding only
+// _deltafs_error.txt with the reason (not an I/O error on read); a name
+// that is no range is ENOENT.
+func TestChangesTreeRefusals(t *testing.T) {
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{
+		{Name: "cdf", URL: testenv.Fixture(t, "delta-kernel-rs/table-with-cdf")},
+		{Name: "plain", URL: testenv.Fixture(t, "dat/basic_append")},
+	}})
+	for _, c := range []struct{ path, want string }{
+		{"cdf/@changes/v2..v3", "change data feed is not enabled"},
+		{"cdf/@changes/v3..v4", "schema"},
+		{"plain/@changes/v0..", "change data feed is not enabled"},
+	} {
+		dir := filepath.Join(mnt, c.path)
+		entries, err := os.ReadDir(dir)
+		if err != nil || len(entries) != 1 || entries[0].Name() != "_deltafs_error.txt" {
+			t.Errorf("ls %s: %v, %v; want only _deltafs_error.txt", c.path, entries, err)
+			continue
+		}
+		text, err := os.ReadFile(filepath.Join(dir, "_deltafs_error.txt"))
+		if err != nil || !strings.Contains(string(text), c.want) {
+			t.Errorf("%s/_deltafs_error.txt: %q, %v; want it to say %q", c.path, text, err, c.want)
+		}
+	}
+	for _, bad := range []string{"cdf/@changes/v3", "cdf/@changes/v4..v3", "cdf/@changes/latest..", "cdf/@changes/x..y"} {
+		if _, err := os.Stat(filepath.Join(mnt, bad)); !os.IsNotExist(err) {
+			t.Errorf("stat %s: %v, want ENOENT", bad, err)
+		}
+	}
+	if _, err := os.ReadDir(filepath.Join(mnt, "cdf", "@changes", "v0..v1")); err != nil {
+		t.Errorf("ls a range the feed gives: %v", err)
+	}
+}

@@ -1,0 +1,123 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"syscall"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/serve"
+)
+
+// ChangeFileNode is one Parquet file of a range of changes
+// (ChangeRangeDir): a data or CDC file's change rows, served rewritten by
+// the table's Files (OpenChange). Its bytes never change: the kernel may
+// keep them cached.
+type ChangeFileNode struct {
+	fs.Inode
+	readOnlyFile
+
+	dir  *TableDir
+	end  *delta.Snapshot
+	cf   delta.ChangeFile
+	name string
+	ino  uint64
+
+	mu         sync.Mutex
+	rowsKnown  bool              // guarded by mu
+	keep, drop *roaring64.Bitmap // guarded by mu: the file's change rows
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*ChangeFileNode)(nil))
+	_ = (fs.NodeOpener)((*ChangeFileNode)(nil))
+)
+
+// rows returns the file's change rows (its deletion vectors read once).
+func (c *ChangeFileNode) rows(ctx context.Context) (keep, drop *roaring64.Bitmap, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.rowsKnown {
+		if c.keep, c.drop, err = c.dir.table.Rows(ctx, c.cf); err != nil {
+			return nil, nil, err
+		}
+		c.rowsKnown = true
+	}
+	return c.keep, c.drop, nil
+}
+
+func (c *ChangeFileNode) attrs() []any {
+	return []any{"table", c.dir.name, "version", c.cf.Version, "file", c.cf.Key, "name", c.name}
+}
+
+// fill reports a read-only file of the served size.
+func (c *ChangeFileNode) fill(ctx context.Context, a *fuse.Attr) syscall.Errno {
+	keep, drop, err := c.rows(ctx)
+	var n int64
+	if err == nil {
+		n, err = c.dir.files.ChangeSize(ctx, c.end, c.cf, keep, drop)
+	}
+	if err != nil {
+		return c.dir.env.dataErrno("size a change file", err, c.attrs()...)
+	}
+	acc := c.dir.access()
+	fillAttr(a, c.ino, acc.file(), acc.owner, n, c.cf.Timestamp)
+	return 0
+}
+
+// Getattr reports the served size.
+func (c *ChangeFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if errno := c.fill(ctx, &out.Attr); errno != 0 {
+		return errno
+	}
+	out.SetTimeout(c.dir.env.Opts.LongTimeout)
+	return 0
+}
+
+// Open serves the change rows.
+func (c *ChangeFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if isWriteOpen(flags) {
+		return nil, 0, c.ro.refuse("open for writing", "")
+	}
+	keep, drop, err := c.rows(ctx)
+	var content serve.Content
+	if err == nil {
+		content, err = c.dir.files.OpenChange(ctx, c.end, c.cf, keep, drop)
+	}
+	if err != nil {
+		return nil, 0, c.dir.env.dataErrno("open a change file", err, c.attrs()...)
+	}
+	return &changeHandle{file: c, content: content}, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// changeHandle is an open ChangeFileNode.
+type changeHandle struct {
+	file    *ChangeFileNode
+	content serve.Content
+}
+
+var (
+	_ = (fs.FileReader)((*changeHandle)(nil))
+	_ = (fs.FileReleaser)((*changeHandle)(nil))
+)
+
+// Read returns the bytes at off; a short result only at the end of file.
+func (h *changeHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := h.content.ReadAt(ctx, dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, h.file.dir.env.dataErrno("read a change file", err, h.file.attrs()...)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// Release closes the content.
+func (h *changeHandle) Release(ctx context.Context) syscall.Errno {
+	h.content.Close()
+	return 0
+}

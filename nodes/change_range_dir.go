@@ -1,0 +1,144 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/serve"
+)
+
+// ChangeRangeDir is TABLE/@changes/FROM..TO: the change files of versions
+// from..to, flat (their partition values are columns in each file), named
+// vVERSION-N-NAME.parquet in the order the feed gives them. A range the
+// feed cannot give holds only _deltafs_error.txt saying why. The plan (the
+// files, from the log alone) is made when the directory is first listed
+// or looked into, and kept with the node.
+type ChangeRangeDir struct {
+	fs.Inode
+	readOnlyDir
+
+	dir      *TableDir
+	from, to int64
+	ino      uint64
+
+	mu      sync.Mutex
+	planned bool               // guarded by mu
+	end     *delta.Snapshot    // guarded by mu: the range's newest snapshot
+	files   []delta.ChangeFile // guarded by mu
+	names   map[string]int     // guarded by mu: file name -> index in files
+	refused error              // guarded by mu: why the feed cannot give the range
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*ChangeRangeDir)(nil))
+	_ = (fs.NodeLookuper)((*ChangeRangeDir)(nil))
+	_ = (fs.NodeReaddirer)((*ChangeRangeDir)(nil))
+)
+
+func (r *ChangeRangeDir) fill(a *fuse.Attr) {
+	acc := r.dir.access()
+	fillAttr(a, r.ino, acc.dir(), acc.owner, 0, time.Time{})
+}
+
+// Getattr reports a read-only directory.
+func (r *ChangeRangeDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	r.fill(&out.Attr)
+	out.SetTimeout(r.dir.env.Opts.LongTimeout)
+	return 0
+}
+
+// plan lists the range's change files once. A refusal is kept; another
+// failure (storage) is returned and tried again at the next request.
+func (r *ChangeRangeDir) plan(ctx context.Context) syscall.Errno {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.planned {
+		return 0
+	}
+	end, err := r.dir.table.Snapshot(ctx, r.to)
+	var files []delta.ChangeFile
+	if err == nil {
+		err = r.dir.table.Changes(ctx, r.from, r.to, func(f delta.ChangeFile) error {
+			files = append(files, f)
+			return nil
+		})
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, delta.ErrChangesUnavailable), errors.Is(err, delta.ErrUnsupportedFeature),
+		errors.Is(err, delta.ErrVersionNotFound):
+		r.refused = err
+	default:
+		return r.dir.env.metaErrno("plan changes", err, "table", r.dir.name, "from", r.from, "to", r.to)
+	}
+	r.end, r.files, r.names, r.planned = end, files, map[string]int{}, true
+	for i, f := range files {
+		r.names[serve.ChangeFileName(i, f)] = i
+	}
+	return 0
+}
+
+// Readdir lists the change files, or the reason file of a refused range.
+func (r *ChangeRangeDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	if errno := r.plan(ctx); errno != 0 {
+		return nil, errno
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refused != nil {
+		return fs.NewListDirStream([]fuse.DirEntry{{Name: ReasonName, Mode: syscall.S_IFREG}}), 0
+	}
+	entries := make([]fuse.DirEntry, len(r.files))
+	for i, f := range r.files {
+		name := serve.ChangeFileName(i, f)
+		entries[i] = fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: stableIno(kindChanges, r.dir.name, r.from, fmt.Sprintf("%d..%d/%s", r.from, r.to, name))}
+	}
+	return fs.NewListDirStream(entries), 0
+}
+
+// Lookup returns a change file, or the reason file of a refused range.
+func (r *ChangeRangeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := r.plan(ctx); errno != 0 {
+		return nil, errno
+	}
+	r.mu.Lock()
+	refused, end := r.refused, r.end
+	i, ok := r.names[name]
+	var cf delta.ChangeFile
+	if ok {
+		cf = r.files[i]
+	}
+	r.mu.Unlock()
+	acc := r.dir.access()
+	if refused != nil {
+		if name != ReasonName {
+			return nil, syscall.ENOENT
+		}
+		text := fmt.Sprintf("deltafs cannot give the changes of table %s, versions %d to %d: %v\n", r.dir.name, r.from, r.to, refused)
+		ino := stableIno(kindReason, r.dir.name, r.from, fmt.Sprintf("changes %d..%d", r.from, r.to))
+		f := &textFile{text: []byte(text), ino: ino, acc: acc}
+		f.ro = roNode{r.dir.env, &f.Inode}
+		f.fill(&out.Attr)
+		return r.NewInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
+	}
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	ino := stableIno(kindChanges, r.dir.name, r.from, fmt.Sprintf("%d..%d/%s", r.from, r.to, name))
+	c := &ChangeFileNode{dir: r.dir, end: end, cf: cf, name: name, ino: ino}
+	c.ro = roNode{r.dir.env, &c.Inode}
+	if errno := c.fill(ctx, &out.Attr); errno != 0 {
+		return nil, errno
+	}
+	out.SetEntryTimeout(r.dir.env.Opts.LongTimeout)
+	out.SetAttrTimeout(r.dir.env.Opts.LongTimeout)
+	return r.NewInode(ctx, c, fs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
+}
