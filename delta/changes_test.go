@@ -3,7 +3,11 @@ package delta
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit/scalegen"
 )
 
 // changeCounts is what one version's changes hold: rows by change type,
@@ -133,6 +137,30 @@ func TestChangesFollowTheFeedFlag(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, ErrChangesUnavailable) {
 			t.Errorf("changes %d..%d: %v, want ErrChangesUnavailable", r[0], r[1], err)
+		}
+	}
+}
+
+// The start of a range named by time is the first version committed at
+// or after it; a time before the first commit starts at the first.
+func TestVersionAtOrAfter(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "t")
+	if _, err := scalegen.Generate(scalegen.Spec{Dir: root, Commits: 20, FilesPerCommit: 1, CheckpointEvery: 10, ICT: true}); err != nil {
+		t.Fatal(err)
+	}
+	tbl := Open(dirStore{root}, Options{})
+	for _, c := range []struct {
+		ts   time.Time
+		want int64
+	}{
+		{scalegen.CommitTime(5), 5},
+		{scalegen.CommitTime(5).Add(time.Millisecond), 6},
+		{scalegen.CommitTime(0).Add(-time.Hour), 0},
+		{scalegen.CommitTime(19).Add(time.Millisecond), 20},
+	} {
+		got, err := tbl.VersionAtOrAfter(context.Background(), c.ts)
+		if err != nil || got != c.want {
+			t.Errorf("VersionAtOrAfter(%v): %d, %v; want %d", c.ts, got, err, c.want)
 		}
 	}
 }

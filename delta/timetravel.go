@@ -225,3 +225,32 @@ func versionsAtOrAbove(vs []int64, limit int64) []int64 {
 	i := sort.Search(len(vs), func(i int) bool { return vs[i] >= limit })
 	return vs[i:]
 }
+
+// VersionAtOrAfter returns the first version committed at or after ts, by
+// VersionAt's rule: the start of a range of changes named by time (Spark's
+// table_changes takes its starting timestamp so; VersionAt, the last version
+// at or before a time, is its end). A time before the first reconstructable
+// commit gives that commit's version; a time after the last commit gives
+// the version after it, which does not exist yet (a range from it is
+// empty).
+func (t *Table) VersionAtOrAfter(ctx context.Context, ts time.Time) (int64, error) {
+	v, err := t.VersionAt(ctx, ts)
+	if err != nil {
+		if !errors.Is(err, ErrVersionNotFound) || ts.After(time.Now()) {
+			return 0, err
+		}
+		rs, rerr := t.VersionRanges(ctx)
+		if rerr != nil || len(rs) == 0 {
+			return 0, err
+		}
+		return rs[0].From, nil
+	}
+	info, err := t.Version(ctx, v)
+	if err != nil {
+		return 0, err
+	}
+	if info.ModTime.Equal(ts) {
+		return v, nil
+	}
+	return v + 1, nil
+}

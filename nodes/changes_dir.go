@@ -26,8 +26,9 @@ _commit_version and _commit_timestamp, as Spark's table_changes gives them.
 Name a range to see its files (ranges are not listed):
   ls @changes/v10..v20/              versions 10 to 20, both included
   ls @changes/v10../                 version 10 to the latest
-  ls @changes/2026-05-01..2026-05-02/  the versions as of those times (any form
-                                     @<time> takes; either bound may be a version)
+  ls @changes/2026-05-01..2026-05-02/  by time: from the first version committed
+                                     at or after the first, to the last at or
+                                     before the second (any form @<time> takes)
   duckdb -c "select * from '@changes/v10..v20/*.parquet'"
 
 A range the feed cannot give (the feed off at some version, the schema
@@ -105,7 +106,7 @@ func (c *ChangesDir) resolve(ctx context.Context, name string) (from, to int64, 
 		return 0, 0, false, fmt.Errorf("%w: %q is not FROM..TO", delta.ErrInvalidSpec, name)
 	}
 	var m1, m2 bool
-	if from, m1, err = c.bound(ctx, a); err != nil {
+	if from, m1, err = c.bound(ctx, a, true); err != nil {
 		return 0, 0, false, err
 	}
 	if b == "" {
@@ -115,7 +116,7 @@ func (c *ChangesDir) resolve(ctx context.Context, name string) (from, to int64, 
 		}
 		return from, latest.Version(), true, nil
 	}
-	if to, m2, err = c.bound(ctx, b); err != nil {
+	if to, m2, err = c.bound(ctx, b, false); err != nil {
 		return 0, 0, false, err
 	}
 	if to < from {
@@ -124,8 +125,9 @@ func (c *ChangesDir) resolve(ctx context.Context, name string) (from, to int64, 
 	return from, to, m1 || m2, nil
 }
 
-// bound resolves one bound: vN, or a time (the version as of it).
-func (c *ChangesDir) bound(ctx context.Context, s string) (v int64, moving bool, err error) {
+// bound resolves one bound: vN, or a time: the first version at or after
+// it for a start, the version as of it for an end (Spark's table_changes).
+func (c *ChangesDir) bound(ctx context.Context, s string, start bool) (v int64, moving bool, err error) {
 	spec, err := delta.ParseSpec(s)
 	if err != nil {
 		return 0, false, err
@@ -133,6 +135,9 @@ func (c *ChangesDir) bound(ctx context.Context, s string) (v int64, moving bool,
 	switch {
 	case spec.Latest:
 		return 0, false, fmt.Errorf("%w: a range is bounded by versions or times, not %q", delta.ErrInvalidSpec, s)
+	case spec.IsTime && start:
+		v, err := c.dir.table.VersionAtOrAfter(ctx, spec.Time)
+		return v, true, err
 	case spec.IsTime:
 		v, err := c.dir.table.VersionAt(ctx, spec.Time)
 		return v, true, err

@@ -43,6 +43,9 @@ type Table interface {
 	VersionsIn(ctx context.Context, from, to int64) (infos []delta.VersionInfo, errs []error, err error)
 	// VersionAt returns the version as of a time (delta's rule).
 	VersionAt(ctx context.Context, ts time.Time) (int64, error)
+	// VersionAtOrAfter returns the first version committed at or after a
+	// time (the start of a range of changes named by time).
+	VersionAtOrAfter(ctx context.Context, ts time.Time) (int64, error)
 	// VersionRanges lists the reconstructable versions as ascending
 	// inclusive ranges.
 	VersionRanges(ctx context.Context) ([]delta.VersionRange, error)

@@ -26,8 +26,10 @@ _commit_version and _commit_timestamp, as Spark's table_changes gives them.
 A version's changes are its CDC files' rows where it wrote them, else the
 rows of the files it added and removed (deletion vectors applied).
 
-FROM and TO are versions (3 or v3) or times (2026-05-01, 2026-05-01T14:30:00Z:
-the version as of that time); TO defaults to the latest version. A range
+FROM and TO are versions (3 or v3) or times (2026-05-01, 2026-05-01T14:30:00Z):
+a time FROM is the first version committed at or after it, a time TO the last
+one at or before it, as Spark's table_changes takes them; TO defaults to the
+latest version. A range
 where the feed was not enabled throughout (delta.enableChangeDataFeed), whose
 schema changed, or whose commits left the log is refused with the reason.
 
@@ -101,13 +103,15 @@ func runChanges(ctx context.Context, args []string) error {
 	return err
 }
 
-// changeRange resolves FROM and TO (default: the latest version).
+// changeRange resolves FROM and TO (default: the latest version). A time
+// FROM is the first version committed at or after it, a time TO the last
+// one at or before it, as Spark's table_changes takes them.
 func changeRange(ctx context.Context, t *delta.Table, args []string) (from, to int64, err error) {
-	if from, err = versionArg(ctx, t, args[0]); err != nil {
+	if from, err = versionArg(ctx, t, args[0], true); err != nil {
 		return 0, 0, err
 	}
 	if len(args) == 2 {
-		to, err = versionArg(ctx, t, args[1])
+		to, err = versionArg(ctx, t, args[1], false)
 		return from, to, err
 	}
 	latest, err := t.Latest(ctx)
@@ -117,14 +121,18 @@ func changeRange(ctx context.Context, t *delta.Table, args []string) (from, to i
 	return from, latest.Version(), nil
 }
 
-// versionArg is a version (3, v3) or a time (the version as of it).
-func versionArg(ctx context.Context, t *delta.Table, s string) (int64, error) {
+// versionArg is a version (3, v3) or a time: the first version at or
+// after it for a start, the version as of it for an end.
+func versionArg(ctx context.Context, t *delta.Table, s string, start bool) (int64, error) {
 	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return v, nil
 	}
 	spec, err := delta.ParseSpec(s)
 	if err != nil {
 		return 0, err
+	}
+	if spec.IsTime && start {
+		return t.VersionAtOrAfter(ctx, spec.Time)
 	}
 	if spec.IsTime {
 		return t.VersionAt(ctx, spec.Time)

@@ -218,3 +218,43 @@ func TestAppendShowsAsInserts(t *testing.T) {
 		t.Errorf("changes of the appended version: %q, want %q", got, want)
 	}
 }
+
+// The change rows and in-commit timestamps delta-rs expects of its
+// cdc_ict_table (crates/core/src/operations/load_cdf.rs, test_respect_ict:
+// versions 2 and 3, a DELETE and an UPDATE with CDC files), through
+// deltafs changes --json. (That test names the range by a time before a
+// fixture whose in-commit timestamps go backwards at version 1; the rows
+// are those of versions 2 and 3, asked for here by version.)
+func TestChangesAsDeltaRsExpects(t *testing.T) {
+	out, errOut, code := deltafs(t, "changes", testenv.Fixture(t, "delta-rs/cdc_ict_table"), "2", "3", "--json")
+	if code != 0 {
+		t.Fatalf("changes: exit %d: %s", code, errOut)
+	}
+	want := []string{
+		"Dan|14|1995|delete|2|2026-07-12T16:36:52.175Z",
+		"Dave|22|1995|delete|2|2026-07-12T16:36:52.175Z",
+		"Kate|36|1995|update_preimage|3|2026-07-12T16:36:53.881Z",
+		"Kate|37|1995|update_postimage|3|2026-07-12T16:36:53.881Z",
+		"Steve|40|1986|update_preimage|3|2026-07-12T16:36:53.881Z",
+		"Steve|41|1986|update_postimage|3|2026-07-12T16:36:53.881Z",
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			Name      string `json:"name"`
+			Age       int64  `json:"age"`
+			Birthyear int64  `json:"birthyear"`
+			Type      string `json:"_change_type"`
+			Version   int64  `json:"_commit_version"`
+			TS        string `json:"_commit_timestamp"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got = append(got, fmt.Sprintf("%s|%d|%d|%s|%d|%s", r.Name, r.Age, r.Birthyear, r.Type, r.Version, r.TS))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("changes:\n%s\nwant (delta-rs test_respect_ict):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
