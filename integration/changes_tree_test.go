@@ -154,3 +154,29 @@ func TestChangesTreeRefusals(t *testing.T) {
 		t.Errorf("ls a range the feed gives: %v", err)
 	}
 }
+
+// cdfRow is a row of cdf-table-simple (one long column, id).
+type cdfRow struct {
+	ID *int64 `parquet:"id,optional"`
+}
+
+// An append through the inbox to a table with the change data feed (a
+// blind append: adds only, which the protocol's "Change Data Files" lets
+// a writer commit without CDC files) shows in @changes as inserts of
+// exactly its rows, at its version, and leaves the earlier feed as it was.
+func TestInboxAppendShowsInChanges(t *testing.T) {
+	_, tdir := mountCopy(t, "delta-kernel-rs/cdf-table-simple", mount.Config{})
+	before := duckdbQuery(t, "select count(*) from read_parquet('"+filepath.Join(tdir, "@changes", "v0..v2")+"/*.parquet')")
+	data := parquetBytes(t, []cdfRow{{ID: ptr(int64(100))}, {ID: ptr(int64(101))}})
+	if err := os.WriteFile(filepath.Join(tdir, "inbox", "more.parquet"), data, 0o644); err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	rows := duckdbQuery(t, "select id, _change_type, _commit_version from read_parquet('"+filepath.Join(tdir, "@changes", "v3..")+"/*.parquet') order by id")
+	if rows != nil && fmt.Sprint(rows) != "[[100 insert 3] [101 insert 3]]" {
+		t.Errorf("@changes/v3..: %v, want the two appended rows as inserts at version 3", rows)
+	}
+	after := duckdbQuery(t, "select count(*) from read_parquet('"+filepath.Join(tdir, "@changes", "v0..v2")+"/*.parquet')")
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("the feed of v0..v2 changed with the append: %v, then %v", before, after)
+	}
+}
