@@ -137,6 +137,7 @@ func TestChangesRefusedRange(t *testing.T) {
 		want    string
 	}{
 		{"dat/basic_append", []string{"0"}, "change data feed is not enabled"},
+		{"delta-kernel-rs/golden-deltalog-getChanges", []string{"0"}, "change data feed is not enabled"},   // Spark's getChanges golden table: no feed
 		{"delta-kernel-rs/cdf-column-mapping-name-mode", []string{"0"}, "change data feed is not enabled"}, // enabled at v1
 		{"delta-kernel-rs/cdf-table-simple", []string{"1", "0"}, "the range is empty"},                     // invalid_range_end_before_start
 		{"delta-kernel-rs/cdf-table-simple", []string{"3", "4"}, "not found"},                              // invalid_range_start_after_last_version_of_table
