@@ -149,7 +149,9 @@ func dvLaterMountRead(t *dvTable, work string, v int64, cached bool) (statRead [
 	for i := 0; err == nil && i < 2; i++ {
 		_, err = readFile(p, fi.Size())
 	}
-	for start := time.Now(); err == nil && !hasFileOfSize(cacheDir, fi.Size()); time.Sleep(5 * time.Millisecond) {
+	// The copy and then its 16-byte sum (written after it) on disk: a copy
+	// whose sum was not written when the mount closed is discarded.
+	for start := time.Now(); err == nil && !(hasFileOfSize(cacheDir, fi.Size()) && hasFileOfSize(cacheDir, 16)); time.Sleep(5 * time.Millisecond) {
 		if time.Since(start) > time.Minute {
 			err = fmt.Errorf("no materialized copy a minute after the second open")
 		}
