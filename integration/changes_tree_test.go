@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,47 +9,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/testkit/cdfexpect"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
 )
-
-// kernelCases reads cmd/deltafs/testdata/kernel-cdf.json: delta-kernel-rs's
-// expected change rows of the shared CDF tables (its source field cites
-// the test file and commit).
-func kernelCases(t *testing.T) []struct {
-	Test    string     `json:"test"`
-	Fixture string     `json:"fixture"`
-	From    int64      `json:"from"`
-	To      *int64     `json:"to"`
-	Columns []string   `json:"columns"`
-	Rows    [][]string `json:"rows"`
-} {
-	data, err := os.ReadFile(filepath.Join("..", "cmd", "deltafs", "testdata", "kernel-cdf.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k struct {
-		Cases []struct {
-			Test    string     `json:"test"`
-			Fixture string     `json:"fixture"`
-			From    int64      `json:"from"`
-			To      *int64     `json:"to"`
-			Columns []string   `json:"columns"`
-			Rows    [][]string `json:"rows"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &k); err != nil {
-		t.Fatal(err)
-	}
-	return k.Cases
-}
 
 // The mount's @changes tree gives, through a plain DuckDB glob over
 // TABLE/@changes/vA..vB/*.parquet, exactly the change rows delta-kernel-rs
 // expects of every shared CDF table (the ranges of its cdf.rs; an open
 // end as vA..); its README says how to name a range.
 func TestChangesTreeAsKernelExpects(t *testing.T) {
-	cases := kernelCases(t)
+	cases, err := cdfexpect.Kernel()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var sources []mount.Source
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -72,11 +44,7 @@ func TestChangesTreeAsKernelExpects(t *testing.T) {
 		}
 		dir := filepath.Join(mnt, filepath.Base(c.Fixture), "@changes", rng)
 		t.Run(c.Test+"/"+filepath.Base(c.Fixture)+"/"+rng, func(t *testing.T) {
-			cols := make([]string, len(c.Columns))
-			for i, col := range c.Columns {
-				cols[i] = `"` + strings.ReplaceAll(col, `"`, `""`) + `"`
-			}
-			rows := duckdbQuery(t, "select "+strings.Join(cols, ", ")+" from read_parquet('"+dir+"/*.parquet')")
+			rows := duckdbQuery(t, "select "+c.Select()+" from read_parquet('"+dir+"/*.parquet')")
 			if rows == nil {
 				return
 			}
@@ -84,41 +52,11 @@ func TestChangesTreeAsKernelExpects(t *testing.T) {
 			for i, r := range rows {
 				got[i] = strings.Join(r, "|")
 			}
-			want := make([]string, len(c.Rows))
-			for i, r := range c.Rows {
-				want[i] = strings.Join(r, "|")
-			}
-			got, want = normalizeCells(got), normalizeCells(want)
-			if !slices.Equal(got, want) {
+			if got, want := cdfexpect.Normalize(got), c.Want(); !slices.Equal(got, want) {
 				t.Errorf("%s:\n%s\nwant (kernel-rs %s):\n%s", dir, strings.Join(got, "\n"), c.Test, strings.Join(want, "\n"))
 			}
 		})
 	}
-}
-
-// normalizeCells sorts "|"-joined rows, each cell as Arrow's and DuckDB's
-// printers agree on it: null empty, numbers by value, structs unquoted.
-func normalizeCells(rows []string) []string {
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		cells := strings.Split(r, "|")
-		for j, c := range cells {
-			switch {
-			case c == "null":
-				c = ""
-			case strings.HasPrefix(c, "{"):
-				c = strings.ReplaceAll(c, "'", "")
-			default:
-				if f, err := strconv.ParseFloat(c, 64); err == nil {
-					c = strconv.FormatFloat(f, 'g', -1, 64)
-				}
-			}
-			cells[j] = c
-		}
-		out[i] = strings.Join(cells, "|")
-	}
-	slices.Sort(out)
-	return out
 }
 
 // A range the feed cannot give is a directory holding only

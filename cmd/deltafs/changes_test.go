@@ -14,6 +14,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/testkit/cdfexpect"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
@@ -42,35 +43,17 @@ console.log(JSON.stringify(r.getRows().map(row => row.map(v => String(v)).join('
 	return rows
 }
 
-// kernelCDF is testdata/kernel-cdf.json: delta-kernel-rs's expected
-// change rows of the shared fixtures' CDF tables (see its source field).
-type kernelCDF struct {
-	Source string `json:"source"`
-	Cases  []struct {
-		Test    string     `json:"test"`
-		Fixture string     `json:"fixture"`
-		From    int64      `json:"from"`
-		To      *int64     `json:"to"`
-		Columns []string   `json:"columns"`
-		Rows    [][]string `json:"rows"`
-	} `json:"cases"`
-}
-
 // The change files deltafs changes --out writes give DuckDB exactly the
 // rows delta-kernel-rs's tests expect of the same fixture tables
 // (kernel/tests/integration/features/cdf.rs, copied with its commit into
-// testdata/kernel-cdf.json): CDC files, deletion vector pairs, column
+// internal/testkit/cdfexpect): CDC files, deletion vector pairs, column
 // mapping, partitions, dataChange=false, ranges of one version.
 func TestChangesAsKernelExpects(t *testing.T) {
-	data, err := os.ReadFile("testdata/kernel-cdf.json")
+	cases, err := cdfexpect.Kernel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var k kernelCDF
-	if err := json.Unmarshal(data, &k); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range k.Cases {
+	for _, c := range cases {
 		name := fmt.Sprintf("%s/%s@%d", c.Test, filepath.Base(c.Fixture), c.From)
 		t.Run(name, func(t *testing.T) {
 			table := testenv.Fixture(t, c.Fixture)
@@ -82,50 +65,15 @@ func TestChangesAsKernelExpects(t *testing.T) {
 			if _, errOut, code := deltafs(t, append(args, "--out", out)...); code != 0 {
 				t.Fatalf("deltafs %s: exit %d: %s", strings.Join(args, " "), code, errOut)
 			}
-			cols := make([]string, len(c.Columns))
-			for i, col := range c.Columns {
-				cols[i] = `"` + strings.ReplaceAll(col, `"`, `""`) + `"`
-			}
-			got := duckdbRows(t, "select "+strings.Join(cols, ", ")+" from read_parquet('"+out+"/*.parquet')")
+			got := duckdbRows(t, "select "+c.Select()+" from read_parquet('"+out+"/*.parquet')")
 			if got == nil {
 				return
 			}
-			want := make([]string, len(c.Rows))
-			for i, r := range c.Rows {
-				want[i] = strings.Join(r, "|")
-			}
-			got, want = normalizeRows(got), normalizeRows(want)
-			if !slices.Equal(got, want) {
+			if got, want := cdfexpect.Normalize(got), c.Want(); !slices.Equal(got, want) {
 				t.Errorf("change rows:\n%s\nwant (kernel-rs %s):\n%s", strings.Join(got, "\n"), c.Test, strings.Join(want, "\n"))
 			}
 		})
 	}
-}
-
-// normalizeRows sorts rows of "|"-joined cells, each cell as the two
-// printers agree on it: null as empty (Arrow prints nothing), numbers by
-// value (100.0 and 100), struct fields without DuckDB's quotes.
-func normalizeRows(rows []string) []string {
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		cells := strings.Split(r, "|")
-		for j, c := range cells {
-			switch {
-			case c == "null":
-				c = ""
-			case strings.HasPrefix(c, "{"):
-				c = strings.ReplaceAll(c, "'", "")
-			default:
-				if f, err := strconv.ParseFloat(c, 64); err == nil {
-					c = strconv.FormatFloat(f, 'g', -1, 64)
-				}
-			}
-			cells[j] = c
-		}
-		out[i] = strings.Join(cells, "|")
-	}
-	slices.Sort(out)
-	return out
 }
 
 // A range the feed cannot answer fails with the reason and writes nothing
