@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -106,15 +103,7 @@ func writeBigDVTable(t *testing.T, root string) (rows int64, deleted *roaring64.
 // passthroughOpens scrapes the mount's count of opens served by kernel
 // passthrough.
 func passthroughOpens(t *testing.T, srv *mount.Server) int {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	m := regexp.MustCompile(`(?m)^deltafs_file_opens_total\{path="passthrough"\} (\d+)`).FindStringSubmatch(rec.Body.String())
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
+	return metricValue(t, srv, `deltafs_file_opens_total\{path="passthrough"\}`)
 }
 
 // A file with deleted rows read again and again is, from its second open,

@@ -18,10 +18,16 @@ import (
 // opCount scrapes the mount's count of requests of op to the kernel
 // (family "fuse") or to table storage ("storage").
 func opCount(t *testing.T, srv *mount.Server, family, op string) int {
+	return metricValue(t, srv, `deltafs_`+family+`_request_duration_seconds_count\{op="`+op+`"\}`)
+}
+
+// metricValue scrapes the value of the mount's metric whose name and
+// labels match the regular expression series.
+func metricValue(t *testing.T, srv *mount.Server, series string) int {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	m := regexp.MustCompile(`(?m)^deltafs_` + family + `_request_duration_seconds_count\{op="` + op + `"\} (\d+)`).FindStringSubmatch(rec.Body.String())
+	m := regexp.MustCompile(`(?m)^` + series + ` (\d+)`).FindStringSubmatch(rec.Body.String())
 	if m == nil {
 		return 0
 	}
