@@ -37,6 +37,14 @@ type ChangeRangeDir struct {
 	refused error              // guarded by mu: why the feed cannot give the range
 }
 
+// maxRangeFiles bounds the change files one range directory lists (its
+// plan holds each, an estimated 300 bytes: 40 MiB at most): a longer range is
+// refused, saying so; deltafs changes streams any length.
+var maxRangeFiles = 1 << 17 // a variable for tests
+
+// errRangeTooLarge marks a range with more than maxRangeFiles files.
+var errRangeTooLarge = errors.New("range too large")
+
 var (
 	_ = (fs.NodeGetattrer)((*ChangeRangeDir)(nil))
 	_ = (fs.NodeLookuper)((*ChangeRangeDir)(nil))
@@ -67,6 +75,9 @@ func (r *ChangeRangeDir) plan(ctx context.Context) syscall.Errno {
 	var files []delta.ChangeFile
 	if err == nil {
 		err = r.dir.table.Changes(ctx, r.from, r.to, func(f delta.ChangeFile) error {
+			if len(files) == maxRangeFiles {
+				return fmt.Errorf("%w: the range has more than %d change files: name a shorter one", errRangeTooLarge, maxRangeFiles)
+			}
 			files = append(files, f)
 			return nil
 		})
@@ -74,8 +85,8 @@ func (r *ChangeRangeDir) plan(ctx context.Context) syscall.Errno {
 	switch {
 	case err == nil:
 	case errors.Is(err, delta.ErrChangesUnavailable), errors.Is(err, delta.ErrUnsupportedFeature),
-		errors.Is(err, delta.ErrVersionNotFound):
-		r.refused = err
+		errors.Is(err, delta.ErrVersionNotFound), errors.Is(err, errRangeTooLarge):
+		files, r.refused = nil, err
 	default:
 		return r.dir.env.metaErrno("plan changes", err, "table", r.dir.name, "from", r.from, "to", r.to)
 	}
