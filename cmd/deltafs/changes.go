@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/deltafs/deltafs/blobcache"
@@ -220,48 +222,144 @@ func (j *jsonSink) file(cf delta.ChangeFile, r *io.SectionReader) error {
 	defer rd.Close()
 	enc := json.NewEncoder(j.w)
 	enc.SetEscapeHTML(false)
+	schema := f.Schema()
+	rows := make([]parquet.Row, 64)
 	for {
-		row := map[string]any{}
-		if err := rd.Read(&row); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("change file %s of version %d: %w", cf.Key, cf.Version, err)
+		n, err := rd.ReadRows(rows)
+		for _, row := range rows[:n] {
+			m := map[string]any{}
+			if err := schema.Reconstruct(&m, row); err != nil {
+				return fmt.Errorf("change file %s of version %d: %w", cf.Key, cf.Version, err)
+			}
+			if err := enc.Encode(jsonRow(schema, row, m)); err != nil {
+				return err
+			}
 		}
-		if err := enc.Encode(jsonRow(f.Schema(), row)); err != nil {
-			return err
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("change file %s of version %d: %w", cf.Key, cf.Version, err)
 		}
 	}
 }
 
 func (j *jsonSink) close() error { return j.w.Flush() }
 
-// jsonRow gives dates and timestamps of a row read by parquet-go (days and
-// microseconds) as text.
-func jsonRow(s *parquet.Schema, row map[string]any) map[string]any {
+// jsonRow gives the top-level leaf values of a row that JSON would show
+// by their encoding as a reader writes them: dates and timestamps as
+// text, decimals exactly (from the stored unscaled value: parquet-go's
+// reconstruction gives an INT32 decimal as a float32), INT96 timestamps
+// as text. raw is the row, m its reconstruction.
+func jsonRow(s *parquet.Schema, raw parquet.Row, m map[string]any) map[string]any {
+	col := 0
 	for _, f := range s.Fields() {
-		v, ok := row[f.Name()]
-		if !ok || v == nil || !f.Leaf() {
+		if !f.Leaf() {
+			col += countLeaves(f)
 			continue
 		}
-		var lt any
-		if l := f.Type().LogicalType(); l != nil {
-			lt = l.Value
-		}
-		switch lt := lt.(type) {
-		case *format.DateType:
-			if d, ok := v.(int32); ok {
-				row[f.Name()] = time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly)
+		if v, ok := m[f.Name()]; ok && v != nil {
+			if x, ok := rawLeaf(f.Type(), raw, col); ok {
+				v = x
 			}
-		case *format.TimestampType:
-			if n, ok := v.(int64); ok {
-				row[f.Name()] = timestampText(n, lt)
-			}
+			m[f.Name()] = jsonValue(f.Type(), v)
 		}
+		col++
 	}
-	return row
+	return m
 }
 
-// timestampText is a Parquet timestamp of ts's unit as RFC 3339 text (UTC).
+// countLeaves is the number of leaf columns under n.
+func countLeaves(n parquet.Node) int {
+	if n.Leaf() {
+		return 1
+	}
+	k := 0
+	for _, f := range n.Fields() {
+		k += countLeaves(f)
+	}
+	return k
+}
+
+// rawLeaf returns the stored value of leaf column col of a decimal or
+// INT96 field, which jsonValue converts exactly.
+func rawLeaf(t parquet.Type, row parquet.Row, col int) (any, bool) {
+	_, isDecimal := logicalOf(t).(*format.DecimalType)
+	if !isDecimal && t.Kind() != parquet.Int96 {
+		return nil, false
+	}
+	for _, v := range row {
+		if v.Column() != col || v.IsNull() {
+			continue
+		}
+		switch v.Kind() {
+		case parquet.Int32:
+			return v.Int32(), true
+		case parquet.Int64:
+			return v.Int64(), true
+		case parquet.Int96:
+			return v.Int96(), true
+		case parquet.ByteArray, parquet.FixedLenByteArray:
+			return v.ByteArray(), true
+		}
+	}
+	return nil, false
+}
+
+// logicalOf is t's logical type annotation, or nil.
+func logicalOf(t parquet.Type) any {
+	if l := t.LogicalType(); l != nil {
+		return l.Value
+	}
+	return nil
+}
+
+// jsonValue is one leaf value as jsonRow gives it.
+func jsonValue(t parquet.Type, v any) any {
+	if i96, ok := v.(deprecated.Int96); ok { // Spark's legacy timestamps: nanoseconds of a Julian day
+		nanos := int64(i96[1])<<32 | int64(i96[0])
+		days := int64(i96[2]) - 2440588 // the Julian day of 1970-01-01
+		return time.Unix(days*86400, nanos).UTC().Format(time.RFC3339Nano)
+	}
+	switch lt := logicalOf(t).(type) {
+	case *format.DateType:
+		if d, ok := v.(int32); ok {
+			return time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly)
+		}
+	case *format.TimestampType:
+		if n, ok := v.(int64); ok {
+			return timestampText(n, lt)
+		}
+	case *format.DecimalType:
+		if d, ok := decimalText(v, int(lt.Scale)); ok {
+			return json.Number(d)
+		}
+	}
+	return v
+}
+
+// decimalText is an unscaled decimal (INT32, INT64 or big-endian two's
+// complement bytes) with scale digits after the point.
+func decimalText(v any, scale int) (string, bool) {
+	var n big.Int
+	switch x := v.(type) {
+	case int32:
+		n.SetInt64(int64(x))
+	case int64:
+		n.SetInt64(x)
+	case []byte:
+		n.SetBytes(x)
+		if len(x) > 0 && x[0]&0x80 != 0 { // negative: subtract 2^(8*len)
+			n.Sub(&n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(x))))
+		}
+	default:
+		return "", false
+	}
+	return new(big.Rat).SetFrac(&n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)).FloatString(scale), true
+}
+
+// timestampText is a Parquet timestamp of ts's unit as RFC 3339 text: in
+// UTC, or without a zone for one not adjusted to UTC (timestamp_ntz).
 func timestampText(n int64, ts *format.TimestampType) string {
 	var t time.Time
 	switch ts.Unit.Value.(type) {
@@ -271,6 +369,9 @@ func timestampText(n int64, ts *format.TimestampType) string {
 		t = time.Unix(0, n)
 	default:
 		t = time.UnixMicro(n)
+	}
+	if !ts.IsAdjustedToUTC {
+		return t.UTC().Format("2006-01-02T15:04:05.999999999")
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
