@@ -1,15 +1,11 @@
 package integration
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -21,27 +17,7 @@ import (
 // each value as text.
 func duckdbQuery(t *testing.T, sql string) [][]string {
 	t.Helper()
-	dir := testenv.NodeDir(t, "@duckdb/node-api")
-	if dir == "" {
-		return nil
-	}
-	const script = `import { DuckDBInstance } from '@duckdb/node-api';
-const c = await (await DuckDBInstance.create()).connect();
-const r = await c.runAndReadAll(process.argv[1]);
-console.log(JSON.stringify(r.getRows().map(row => row.map(v => String(v)))));`
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "--input-type=module", "-e", script, sql)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("duckdb %s: %v\n%s", sql, err, out)
-	}
-	var rows [][]string
-	if err := json.Unmarshal(out, &rows); err != nil {
-		t.Fatalf("duckdb output %q: %v", out, err)
-	}
-	return rows
+	return testenv.DuckDB(t, sql)
 }
 
 // A file DuckDB writes with an INTEGER column for the table's long column

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,29 +17,19 @@ import (
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
-// duckdbRows runs a query in DuckDB (node API) and returns its rows, each
-// row's values as text joined by "|".
+// duckdbRows runs a query in DuckDB and returns its rows, each row's
+// values as text joined by "|" (nil without DuckDB: the test skips).
 func duckdbRows(t *testing.T, sql string) []string {
 	t.Helper()
-	dir := testenv.NodeDir(t, "@duckdb/node-api")
-	if dir == "" {
+	rows := testenv.DuckDB(t, sql)
+	if rows == nil {
 		return nil
 	}
-	const script = `import { DuckDBInstance } from '@duckdb/node-api';
-const c = await (await DuckDBInstance.create(':memory:')).connect();
-const r = await c.runAndReadAll(process.argv[1]);
-console.log(JSON.stringify(r.getRows().map(row => row.map(v => String(v)).join('|'))));`
-	cmd := exec.Command("node", "--input-type=module", "-e", script, sql)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("duckdb %q: %v\n%s", sql, err, out)
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = strings.Join(r, "|")
 	}
-	var rows []string
-	if err := json.Unmarshal(out, &rows); err != nil {
-		t.Fatalf("duckdb output %q: %v", out, err)
-	}
-	return rows
+	return out
 }
 
 // The change files deltafs changes --out writes give DuckDB exactly the
