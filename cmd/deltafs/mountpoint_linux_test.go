@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,18 +141,47 @@ func TestMountAtDeadMountSaysHowToClearIt(t *testing.T) {
 	table := testenv.Fixture(t, "dat/basic_append")
 	mnt := t.TempDir()
 	cmd := exec.Command(binary, "mount", "--read-only", "--cache-dir", t.TempDir(), "t="+table, mnt)
+	out, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	w.Close()
 	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
-	for i := 0; mountedAt(t, mnt) == ""; i++ {
-		if i == 500 {
-			t.Fatal("mount did not appear")
+	// Killed while its own first access to the mount (go-fuse's ping) is
+	// in flight, a FUSE server waits forever for itself: kill it only once
+	// it says it is mounted.
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "deltafs: mounted") {
+				ready <- true
+				return
+			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("the mount exited before saying it was mounted")
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the mount did not say it was mounted within 30 s")
 	}
 	cmd.Process.Kill()
-	cmd.Wait()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the killed mount did not exit within 30 s")
+	}
 	_, errOut, code := deltafs(t, "mount", "--read-only", "--cache-dir", t.TempDir(), table, mnt)
 	if want := "unmount --lazy " + mnt; code == 0 || !strings.Contains(errOut, want) {
 		t.Errorf("mount at a dead mount: exit %d, stderr %q; want failure saying %q", code, errOut, want)
