@@ -118,3 +118,41 @@ func TestInboxAppendShowsInChanges(t *testing.T) {
 		t.Errorf("the feed of v0..v2 changed with the append: %v, then %v", before, after)
 	}
 }
+
+// A change file whose data is gone (vacuumed) still stats, and its open
+// fails: a DuckDB glob over the range errors instead of counting the
+// other files' rows as if the range were whole.
+func TestChangesTreeMissingFileFailsTheGlob(t *testing.T) {
+	root, tdir := mountCopy(t, "delta-kernel-rs/cdf-table-simple", mount.Config{})
+	// Remove one data file (each is some version's change file) before
+	// the range is listed.
+	parquets, err := filepath.Glob(filepath.Join(root, "*.parquet"))
+	if err != nil || len(parquets) == 0 {
+		t.Fatalf("data files: %v, %v", parquets, err)
+	}
+	gone := filepath.Base(parquets[0])
+	if err := os.Remove(parquets[0]); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tdir, "@changes", "v0..v2")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("ls %s: %v", dir, err)
+	}
+	found := false
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), gone) {
+			found = true
+			if _, err := os.Stat(filepath.Join(dir, e.Name())); err != nil {
+				t.Errorf("stat of a change file whose data is gone: %v, want it listed with a size", err)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no change file of %s in %v", gone, entries)
+	}
+	rows, err, ok := duckdbTry(t, "select count(*) from read_parquet('"+dir+"/*.parquet')")
+	if ok && err == nil {
+		t.Errorf("a DuckDB glob over a range with a file gone gave %v, want an error", rows)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -56,27 +57,36 @@ func (c *ChangeFileNode) attrs() []any {
 	return []any{"table", c.dir.name, "version", c.cf.Version, "file", c.cf.Key, "name", c.name}
 }
 
-// fill reports a read-only file of the served size.
-func (c *ChangeFileNode) fill(ctx context.Context, a *fuse.Attr) syscall.Errno {
+// fill reports a read-only file of the served size and returns the
+// kernel timeout. When the size cannot be had (the file vacuumed, a
+// corrupt deletion vector), stat reports the stored size with a short
+// timeout and the failure is the open's, as for a data file (statSize):
+// a failed stat makes a glob skip the file silently.
+func (c *ChangeFileNode) fill(ctx context.Context, a *fuse.Attr) (time.Duration, syscall.Errno) {
 	keep, drop, err := c.rows(ctx)
 	var n int64
 	if err == nil {
 		n, err = c.dir.files.ChangeSize(ctx, c.end, c.cf, keep, drop)
 	}
+	timeout := c.dir.env.Opts.LongTimeout
 	if err != nil {
-		return c.dir.env.dataErrno("size a change file", err, c.attrs()...)
+		if errno := statErrno(err); errno != 0 {
+			return 0, errno
+		}
+		n, timeout = c.cf.Size, c.dir.env.Opts.ShortTimeout
 	}
 	acc := c.dir.access()
 	fillAttr(a, c.ino, acc.file(), acc.owner, n, c.cf.Timestamp)
-	return 0
+	return timeout, 0
 }
 
 // Getattr reports the served size.
 func (c *ChangeFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if errno := c.fill(ctx, &out.Attr); errno != 0 {
+	timeout, errno := c.fill(ctx, &out.Attr)
+	if errno != 0 {
 		return errno
 	}
-	out.SetTimeout(c.dir.env.Opts.LongTimeout)
+	out.SetTimeout(timeout)
 	return 0
 }
 

@@ -146,10 +146,11 @@ func (r *ChangeRangeDir) Lookup(ctx context.Context, name string, out *fuse.Entr
 	ino := stableIno(kindChanges, r.dir.name, r.from, fmt.Sprintf("%d..%d/%s", r.from, r.to, name))
 	c := &ChangeFileNode{dir: r.dir, end: end, cf: cf, name: name, ino: ino}
 	c.ro = roNode{r.dir.env, &c.Inode}
-	if errno := c.fill(ctx, &out.Attr); errno != 0 {
+	timeout, errno := c.fill(ctx, &out.Attr)
+	if errno != 0 {
 		return nil, errno
 	}
-	out.SetEntryTimeout(r.dir.env.Opts.LongTimeout)
-	out.SetAttrTimeout(r.dir.env.Opts.LongTimeout)
+	out.SetEntryTimeout(timeout)
+	out.SetAttrTimeout(timeout)
 	return r.NewInode(ctx, c, fs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 }
