@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/deltafs/deltafs/delta/action"
 )
 
 // SidecarDir is the directory of V2 checkpoint sidecar files.
@@ -73,7 +75,7 @@ func readActionsFile(ctx context.Context, s Storage, key string, size int64, isJ
 		return err
 	}
 	if isJSON {
-		return ParseActions(data, fn)
+		return action.Parse(data, fn)
 	}
 	if err := ReadParquetActions(bytes.NewReader(data), int64(len(data)), fn); err != nil {
 		return fmt.Errorf("%s: %w", key, err)

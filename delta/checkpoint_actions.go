@@ -1,5 +1,7 @@
 package delta
 
+import "github.com/deltafs/deltafs/delta/action"
+
 // This file maps the checkpoint's top-level struct columns to the action
 // types of actions.go. Each xxxCols type resolves its columns once per file
 // (absent columns read as null) and decodes one row at a time.
@@ -105,10 +107,10 @@ func (c *addCols) decode(rr *pqRowReader, a *Action) {
 	// absent JSON stats are rebuilt from it (numRecords included), so that
 	// no checkpoint written from these actions loses them. Each leaf is
 	// read at most once per row.
-	switch _, ok := statsNumRecords(add.Stats); {
+	switch _, ok := action.StatsNumRecords(add.Stats); {
 	case add.Stats == "" && c.parsed != nil:
 		add.Stats = c.parsed.json(rr)
-		if n, ok := statsNumRecords(add.Stats); ok {
+		if n, ok := action.StatsNumRecords(add.Stats); ok {
 			add.NumRecordsParsed = &n
 		}
 	case !ok && c.numRecords.col != nil:

@@ -225,7 +225,7 @@ func BenchmarkReadParquetActions(b *testing.B) {
 		files := make(map[string]*Add)
 		benchReadActions(b, data, func(a *Action) error {
 			if a.Add != nil {
-				files[a.Add.key()] = a.Add
+				files[a.Add.Key()] = a.Add
 			}
 			return nil
 		}, func() int { k := len(files); files = make(map[string]*Add); return k })

@@ -139,7 +139,7 @@ func (cr *pqCheckpointReader) decodeRow(row int64) (*Action, error) {
 			if rr.err != nil {
 				return nil, rr.err
 			}
-			return a, a.validate()
+			return a, a.Validate()
 		}
 	}
 	return nil, rr.err

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/delta/action"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/parquet-go/parquet-go"
 )
@@ -127,10 +128,10 @@ func readWholeCheckpoint(t *testing.T, root string, parts []ckFile) *ckActions {
 		for _, a := range acts {
 			switch {
 			case a.Add != nil:
-				if _, dup := c.adds[a.Add.key()]; dup {
-					t.Errorf("add %s twice", a.Add.key())
+				if _, dup := c.adds[a.Add.Key()]; dup {
+					t.Errorf("add %s twice", a.Add.Key())
 				}
-				c.adds[a.Add.key()] = a.Add
+				c.adds[a.Add.Key()] = a.Add
 			case a.Protocol != nil:
 				c.protocols++
 			case a.MetaData != nil:
@@ -191,11 +192,11 @@ func replayCommits(t *testing.T, table string, v int64) (map[string]*Add, bool) 
 		if err != nil {
 			return nil, false
 		}
-		err = ParseActions(data, func(a *Action) error {
+		err = action.Parse(data, func(a *Action) error {
 			if a.Add != nil {
-				files[a.Add.key()] = a.Add
+				files[a.Add.Key()] = a.Add
 			} else if a.Remove != nil {
-				delete(files, a.Remove.key())
+				delete(files, a.Remove.Key())
 			}
 			return nil
 		})
@@ -329,7 +330,7 @@ func TestReadParquetActionsStructStats(t *testing.T) {
 				}
 				adds++
 				// The JSON stats are rebuilt from stats_parsed.
-				n, ok := statsNumRecords(a.Add.Stats)
+				n, ok := action.StatsNumRecords(a.Add.Stats)
 				if !ok || a.Add.NumRecordsParsed == nil || n != *a.Add.NumRecordsParsed || !strings.Contains(a.Add.Stats, `"nullCount"`) {
 					t.Errorf("add %s: stats %q, parsed %v: want the JSON rebuilt from stats_parsed", a.Add.Path, a.Add.Stats, a.Add.NumRecordsParsed)
 				}
@@ -362,7 +363,7 @@ func TestReadParquetActionsDeletionVectors(t *testing.T) {
 			continue
 		}
 		withDV++
-		dv, w := a.Add.DeletionVector, want[a.Add.key()]
+		dv, w := a.Add.DeletionVector, want[a.Add.Key()]
 		if w == nil || !reflect.DeepEqual(dv, w.DeletionVector) {
 			t.Errorf("add %s: DV %s, commits say %s", a.Add.Path, jsonOf(dv), jsonOf(w))
 		}
@@ -558,7 +559,7 @@ func TestReadParquetActionsMatchesJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want, got []*Action
-	if err := ParseActions([]byte(ndjson), func(a *Action) error { want = append(want, a); return nil }); err != nil {
+	if err := action.Parse([]byte(ndjson), func(a *Action) error { want = append(want, a); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	err := ReadParquetActions(bytes.NewReader(buf.Bytes()), int64(buf.Len()), func(a *Action) error {

@@ -84,10 +84,10 @@ func cwCompareSnapshots(t *testing.T, want, got *Snapshot) {
 	}
 	wantFiles := map[string]*Add{}
 	for _, a := range want.Files() {
-		wantFiles[a.key()] = cwNormalAdd(a)
+		wantFiles[a.Key()] = cwNormalAdd(a)
 	}
 	for _, a := range got.Files() {
-		if w := wantFiles[a.key()]; !reflect.DeepEqual(cwNormalAdd(a), w) {
+		if w := wantFiles[a.Key()]; !reflect.DeepEqual(cwNormalAdd(a), w) {
 			t.Errorf("add %s\n got %s\nwant %s", a.Path, jsonOf(cwNormalAdd(a)), jsonOf(w))
 		}
 		cwCompareDV(t, want, got, a)
@@ -96,13 +96,13 @@ func cwCompareSnapshots(t *testing.T, want, got *Snapshot) {
 	for _, r := range want.Tombstones() {
 		c := *r
 		c.Stats, c.Tags = "", nil // checkpoints carry neither
-		wantRemoves[r.key()] = &c
+		wantRemoves[r.Key()] = &c
 	}
 	if len(got.Tombstones()) != len(wantRemoves) {
 		t.Errorf("%d tombstones, want %d", len(got.Tombstones()), len(wantRemoves))
 	}
 	for _, r := range got.Tombstones() {
-		if w := wantRemoves[r.key()]; !reflect.DeepEqual(r, w) {
+		if w := wantRemoves[r.Key()]; !reflect.DeepEqual(r, w) {
 			t.Errorf("remove %s\n got %s\nwant %s", r.Path, jsonOf(r), jsonOf(w))
 		}
 	}
@@ -139,7 +139,7 @@ func cwCompareDV(t *testing.T, want, got *Snapshot, a *Add) {
 		return
 	}
 	for _, w := range want.Files() {
-		if w.key() == a.key() {
+		if w.Key() == a.Key() {
 			wb, err := want.DeletedRows(ctx, w)
 			if err != nil || !wb.Equals(g) {
 				t.Errorf("DV of %s: %d rows, want %v (%v)", a.Path, g.GetCardinality(), wb, err)

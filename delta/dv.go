@@ -259,14 +259,14 @@ func EncodeDVFile(bitmaps []*roaring64.Bitmap) (file []byte, descs []DeletionVec
 	return file, descs, nil
 }
 
-// RelativeKey returns where a stored deletion vector lives. For storage type
+// DVRelativeKey returns where a stored deletion vector lives. For storage type
 // `u` it is the key relative to the table root:
 // "<prefix>/deletion_vector_<uuid>.bin", or "deletion_vector_<uuid>.bin"
 // without a prefix. For `p` it is the absolute URI decoded once with path
 // semantics (for messages; LoadDeletionVector resolves it with ResolvePath).
 // Inline (`i`) and unknown storage types are errors wrapping
 // ErrCorruptDeletionVector.
-func (d *DeletionVector) RelativeKey() (key string, err error) {
+func DVRelativeKey(d *DeletionVector) (key string, err error) {
 	switch d.StorageType {
 	case "u":
 		p := d.PathOrInlineDV
@@ -299,10 +299,10 @@ func (d *DeletionVector) RelativeKey() (key string, err error) {
 	}
 }
 
-// InlineBitmap decodes an inline (`i`) deletion vector: pathOrInlineDv is
+// InlineDVBitmap decodes an inline (`i`) deletion vector: pathOrInlineDv is
 // the Z85 encoding of the serialized bitmap padded to a multiple of 4 bytes,
 // of which the first sizeInBytes count. Errors wrap ErrCorruptDeletionVector.
-func (d *DeletionVector) InlineBitmap() (*roaring64.Bitmap, error) {
+func InlineDVBitmap(d *DeletionVector) (*roaring64.Bitmap, error) {
 	if d.StorageType != "i" {
 		return nil, dvCorruptf("storage type %q is not inline", d.StorageType)
 	}
@@ -336,7 +336,7 @@ func LoadDeletionVector(ctx context.Context, s Storage, tableRoot string, d *Del
 	var err error
 	where := "inline deletion vector"
 	if d.StorageType == "i" {
-		bm, err = d.InlineBitmap()
+		bm, err = InlineDVBitmap(d)
 	} else {
 		var key string
 		key, err = storedDVKey(tableRoot, d)
@@ -361,7 +361,7 @@ func storedDVKey(tableRoot string, d *DeletionVector) (string, error) {
 	if d.StorageType == "p" {
 		return ResolvePath(tableRoot, d.PathOrInlineDV)
 	}
-	return d.RelativeKey()
+	return DVRelativeKey(d)
 }
 
 // readStoredDV reads and decodes d's record of the DV file at key.

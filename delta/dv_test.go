@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/action"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
@@ -41,7 +42,7 @@ func TestDVRelativeKey(t *testing.T) {
 			"s3://b/t/a%b c.bin"},
 	}
 	for _, tt := range tests {
-		got, err := tt.dv.RelativeKey()
+		got, err := delta.DVRelativeKey(&tt.dv)
 		if err != nil || got != tt.want {
 			t.Errorf("RelativeKey(%+v) = %q, %v; want %q", tt.dv, got, err, tt.want)
 		}
@@ -53,7 +54,7 @@ func TestDVRelativeKey(t *testing.T) {
 		{StorageType: "i", PathOrInlineDV: "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L"},
 		{StorageType: "x", PathOrInlineDV: "0X9F0q2<2yJ-f)Gm2!e0"},
 	} {
-		if got, err := bad.RelativeKey(); !errors.Is(err, delta.ErrCorruptDeletionVector) {
+		if got, err := delta.DVRelativeKey(&bad); !errors.Is(err, delta.ErrCorruptDeletionVector) {
 			t.Errorf("RelativeKey(%+v) = %q, %v; want ErrCorruptDeletionVector", bad, got, err)
 		}
 	}
@@ -74,7 +75,7 @@ func TestDVInlineBitmap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		d := &delta.DeletionVector{StorageType: "i", PathOrInlineDV: tt.z85, SizeInBytes: tt.size, Cardinality: int64(len(tt.want))}
-		bm, err := d.InlineBitmap()
+		bm, err := delta.InlineDVBitmap(d)
 		if err != nil || !slices.Equal(bm.ToArray(), tt.want) {
 			t.Errorf("InlineBitmap(%q) = %v, %v; want %v", tt.z85, bm, err, tt.want)
 		}
@@ -91,7 +92,7 @@ func TestDVInlineBitmap(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &delta.DeletionVector{StorageType: "i", PathOrInlineDV: delta.Z85Encode(enc), SizeInBytes: int32(len(enc)), Cardinality: 2}
-	if bm, err := d.InlineBitmap(); err != nil || !bm.Equals(want) {
+	if bm, err := delta.InlineDVBitmap(d); err != nil || !bm.Equals(want) {
 		t.Errorf("inline round trip = %v, %v; want %v", bm, err, want.ToArray())
 	}
 }
@@ -459,7 +460,7 @@ func dvFixtureDescriptors(t *testing.T, tableDir string) []dvFixtureDV {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = delta.ParseActions(data, func(a *delta.Action) error { // unparsable logs hold no DVs
+		_ = action.Parse(data, func(a *delta.Action) error { // unparsable logs hold no DVs
 			switch {
 			case a.Add != nil && a.Add.DeletionVector != nil:
 				n, ok := a.Add.NumRecords()
@@ -504,7 +505,7 @@ func TestLoadDeletionVectorFixtures(t *testing.T) {
 			}
 			bm, err := delta.LoadDeletionVector(ctx, store, store.String(), d)
 			if errors.Is(err, delta.ErrNotExist) {
-				key, _ := d.RelativeKey()
+				key, _ := delta.DVRelativeKey(d)
 				missing[filepath.Join(dir, key)] = true
 				continue
 			}

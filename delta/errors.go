@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/deltafs/deltafs/delta/action"
 )
 
 // Sentinel errors. Callers test with errors.Is; every error the engine
@@ -21,7 +23,7 @@ var (
 	ErrVersionNotFound = errors.New("version not found")
 	// ErrCorruptLog: the log cannot be interpreted (bad JSON, a gap in the
 	// commits, a checkpoint missing parts, no protocol or metadata).
-	ErrCorruptLog = errors.New("corrupt Delta log")
+	ErrCorruptLog = action.ErrCorruptLog
 	// ErrUnsupportedFeature: the table needs a protocol feature or version
 	// this engine does not implement.
 	ErrUnsupportedFeature = errors.New("unsupported Delta protocol feature")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/deltafs/deltafs/delta/action"
 )
 
 // FuzzDeletionVector loads a fuzzed descriptor against a fuzzed DV file
@@ -30,7 +32,7 @@ func FuzzDeletionVector(f *testing.F) {
 			d.Offset = &offset
 		}
 		store := memStore{}
-		if key, err := d.RelativeKey(); err == nil {
+		if key, err := DVRelativeKey(d); err == nil {
 			store[key] = file
 		}
 		bm, err := LoadDeletionVector(context.Background(), store, "/table", d)
@@ -101,9 +103,9 @@ func FuzzParseSpec(f *testing.F) {
 
 // partitionFuzzTypes are the partitionable types, picked by a fuzzed byte.
 var partitionFuzzTypes = []DataType{
-	PrimitiveType{"string"}, PrimitiveType{"binary"}, PrimitiveType{"byte"}, PrimitiveType{"short"},
-	PrimitiveType{"integer"}, PrimitiveType{"long"}, PrimitiveType{"float"}, PrimitiveType{"double"},
-	PrimitiveType{"boolean"}, PrimitiveType{"date"}, PrimitiveType{"timestamp"}, PrimitiveType{"timestamp_ntz"},
+	PrimitiveType{Name: "string"}, PrimitiveType{Name: "binary"}, PrimitiveType{Name: "byte"}, PrimitiveType{Name: "short"},
+	PrimitiveType{Name: "integer"}, PrimitiveType{Name: "long"}, PrimitiveType{Name: "float"}, PrimitiveType{Name: "double"},
+	PrimitiveType{Name: "boolean"}, PrimitiveType{Name: "date"}, PrimitiveType{Name: "timestamp"}, PrimitiveType{Name: "timestamp_ntz"},
 	DecimalType{Precision: 10, Scale: 2}, DecimalType{Precision: 38, Scale: 18}, DecimalType{Precision: 5, Scale: 0},
 }
 
@@ -136,11 +138,11 @@ func FuzzPartitionValue(f *testing.F) {
 		}
 		v2, err := ParsePartitionValue(typ, text)
 		if err != nil {
-			t.Fatalf("%s %q: canonical text %q does not parse: %v", typeString(typ), s, *text, err)
+			t.Fatalf("%s %q: canonical text %q does not parse: %v", action.TypeString(typ), s, *text, err)
 		}
 		text2, err := FormatPartitionValue(typ, v2)
 		if err != nil || *text2 != *text {
-			t.Fatalf("%s %q: canonical text %q is not a fixed point: %v, %v", typeString(typ), s, *text, text2, err)
+			t.Fatalf("%s %q: canonical text %q is not a fixed point: %v, %v", action.TypeString(typ), s, *text, text2, err)
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/delta/action"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
@@ -145,7 +146,7 @@ func FuzzParseActions(f *testing.F) {
 	}
 	f.Add([]byte(`{"add":{"path":"a","size":1,"partitionValues":{},"modificationTime":1,"dataChange":true}}` + "\n{}\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		err := ParseActions(data, func(a *Action) error { return nil })
+		err := action.Parse(data, func(a *Action) error { return nil })
 		if err != nil && !errors.Is(err, ErrCorruptLog) {
 			t.Fatalf("error %v does not wrap ErrCorruptLog", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/deltafs/deltafs/delta/action"
 )
 
 // CommitSummary is one version's entry of the table history, from its
@@ -258,7 +260,7 @@ func parseCommitInfo(f LogFile, data []byte) (*commitFile, error) {
 		}
 		return nil
 	}
-	if err := ParseActions(data, keep); err != nil {
+	if err := action.Parse(data, keep); err != nil {
 		return nil, fmt.Errorf("parse commit %d (%s): %w", f.Version, f.Key, err)
 	}
 	return c, nil

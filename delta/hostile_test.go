@@ -19,11 +19,11 @@ func TestFormatPartitionRefusesYearsPast9999(t *testing.T) {
 		{"date", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{"timestamp_ntz", time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC)},
 	} {
-		if s, err := FormatPartitionValue(PrimitiveType{tc.typ}, tc.ts); err == nil {
+		if s, err := FormatPartitionValue(PrimitiveType{Name: tc.typ}, tc.ts); err == nil {
 			t.Errorf("%s %v formatted as %q; want an error", tc.typ, tc.ts, *s)
 		}
 	}
-	s, err := FormatPartitionValue(PrimitiveType{"timestamp"}, time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := FormatPartitionValue(PrimitiveType{Name: "timestamp"}, time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err != nil || *s != "0000-01-01T00:00:00.000000Z" {
 		t.Errorf("year 0 = %v, %v", s, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/deltafs/deltafs/delta/action"
 	"github.com/deltafs/deltafs/internal/testkit/hostilepq"
 )
 
@@ -56,14 +57,14 @@ func TestDeepSchemaCheckpointRefused(t *testing.T) {
 	}
 }
 
-// A commit line over MaxLogLineBytes and a log file over MaxLogFileBytes
+// A commit line over action.MaxLineBytes and a log file over MaxLogFileBytes
 // are refused as a corrupt log naming the limit, before the JSON decoder
 // sees them (issue 20: a 300 MB line was read whole).
 func TestLogSizeLimits(t *testing.T) {
-	defer func(l int, f int64) { MaxLogLineBytes, MaxLogFileBytes = l, f }(MaxLogLineBytes, MaxLogFileBytes)
-	MaxLogLineBytes = 1 << 10
+	defer func(l int, f int64) { action.MaxLineBytes, MaxLogFileBytes = l, f }(action.MaxLineBytes, MaxLogFileBytes)
+	action.MaxLineBytes = 1 << 10
 	line := []byte(`{"commitInfo":{"x":"` + strings.Repeat("a", 2<<10) + `"}}` + "\n")
-	if err := ParseActions(line, func(*Action) error { return nil }); !errors.Is(err, ErrCorruptLog) || !strings.Contains(err.Error(), "over the limit of 1024 bytes a log line") {
+	if err := action.Parse(line, func(*Action) error { return nil }); !errors.Is(err, ErrCorruptLog) || !strings.Contains(err.Error(), "over the limit of 1024 bytes a log line") {
 		t.Errorf("a long line: %v", err)
 	}
 	MaxLogFileBytes = 100

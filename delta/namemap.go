@@ -124,11 +124,7 @@ func (n *NameMap) nestedID(o *ownerRef) (int64, bool) {
 	if n.mode == ColumnMappingNone {
 		return 0, false
 	}
-	ids, ok := o.field.Metadata[metaNestedIDs].(map[string]any)
-	if !ok {
-		return 0, false
-	}
-	return metaInt(ids[o.physical+"."+strings.Join(o.suffix, ".")])
+	return o.field.NestedFieldID(o.physical + "." + strings.Join(o.suffix, "."))
 }
 
 func appendPath(p []string, c string) []string {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/deltafs/deltafs/delta/action"
 )
 
 // HiveDefaultPartition is the directory value Spark/Hive use for a null (or
@@ -52,7 +54,7 @@ func ParsePartitionValue(t DataType, v *string) (any, error) {
 	s := *v
 	out, err := parsePartitionString(t, s)
 	if err != nil {
-		return nil, corruptf("partition value %q of type %s: %v", s, typeString(t), err)
+		return nil, corruptf("partition value %q of type %s: %v", s, action.TypeString(t), err)
 	}
 	return out, nil
 }
@@ -77,7 +79,7 @@ func CanonicalPartitionValue(t DataType, v *string) (*string, error) {
 	}
 	parsed, err := parsePartitionString(t, *v)
 	if err != nil {
-		return nil, fmt.Errorf("partition value %q is not a %s: %v", *v, typeString(t), err)
+		return nil, fmt.Errorf("partition value %q is not a %s: %v", *v, action.TypeString(t), err)
 	}
 	return FormatPartitionValue(t, parsed)
 }
@@ -221,7 +223,7 @@ func FormatPartitionValue(t DataType, v any) (*string, error) {
 	}
 	s, err := formatPartition(t, v)
 	if err != nil {
-		return nil, fmt.Errorf("format partition value %v (%T) as %s: %w", v, v, typeString(t), err)
+		return nil, fmt.Errorf("format partition value %v (%T) as %s: %w", v, v, action.TypeString(t), err)
 	}
 	return &s, nil
 }

@@ -26,32 +26,32 @@ func TestParsePartitionValue(t *testing.T) {
 		in   *string
 		want any
 	}{
-		{PrimitiveType{"long"}, nil, nil},
-		{PrimitiveType{"string"}, sp(""), nil},
-		{PrimitiveType{"string"}, sp("null"), "null"},
-		{PrimitiveType{"string"}, sp("a b/c"), "a b/c"},
-		{PrimitiveType{"long"}, sp("-9223372036854775808"), int64(math.MinInt64)},
-		{PrimitiveType{"integer"}, sp("1986"), int64(1986)},
-		{PrimitiveType{"short"}, sp("-32768"), int64(-32768)},
-		{PrimitiveType{"byte"}, sp("127"), int64(127)},
-		{PrimitiveType{"double"}, sp("1.0E-5"), 1e-5},
-		{PrimitiveType{"double"}, sp("Infinity"), math.Inf(1)},
-		{PrimitiveType{"double"}, sp("-Infinity"), math.Inf(-1)},
-		{PrimitiveType{"float"}, sp("9.9"), float64(float32(9.9))},
-		{PrimitiveType{"boolean"}, sp("true"), true},
-		{PrimitiveType{"boolean"}, sp("FALSE"), false},
-		{PrimitiveType{"date"}, sp("2021-09-08"), utc(2021, 9, 8, 0, 0, 0, 0)},
-		{PrimitiveType{"timestamp"}, sp("2020-01-01 08:09:10.001"), utc(2020, 1, 1, 8, 9, 10, 1e6)},
-		{PrimitiveType{"timestamp"}, sp("1969-01-01 00:00:00"), utc(1969, 1, 1, 0, 0, 0, 0)},
-		{PrimitiveType{"timestamp"}, sp("1971-07-22T03:06:40.000000Z"), utc(1971, 7, 22, 3, 6, 40, 0)},
-		{PrimitiveType{"timestamp"}, sp("2024-01-01T10:00:00.5+02:00"), utc(2024, 1, 1, 8, 0, 0, 5e8)},
-		{PrimitiveType{"timestamp"}, sp("2024-01-01T10:00:00"), utc(2024, 1, 1, 10, 0, 0, 0)},
-		{PrimitiveType{"timestamp_ntz"}, sp("2021-11-18 02:30:00.123456"), utc(2021, 11, 18, 2, 30, 0, 123456000)},
-		{PrimitiveType{"binary"}, sp("😈"), []byte("😈")},
-		{DecimalType{12, 5}, sp("-2342342.23423"), big.NewRat(-234234223423, 100000)},
-		{DecimalType{12, 5}, sp("234.00000"), big.NewRat(234, 1)},
-		{DecimalType{10, 10}, sp("0E-10"), new(big.Rat)},
-		{DecimalType{1, 0}, sp("1"), big.NewRat(1, 1)},
+		{PrimitiveType{Name: "long"}, nil, nil},
+		{PrimitiveType{Name: "string"}, sp(""), nil},
+		{PrimitiveType{Name: "string"}, sp("null"), "null"},
+		{PrimitiveType{Name: "string"}, sp("a b/c"), "a b/c"},
+		{PrimitiveType{Name: "long"}, sp("-9223372036854775808"), int64(math.MinInt64)},
+		{PrimitiveType{Name: "integer"}, sp("1986"), int64(1986)},
+		{PrimitiveType{Name: "short"}, sp("-32768"), int64(-32768)},
+		{PrimitiveType{Name: "byte"}, sp("127"), int64(127)},
+		{PrimitiveType{Name: "double"}, sp("1.0E-5"), 1e-5},
+		{PrimitiveType{Name: "double"}, sp("Infinity"), math.Inf(1)},
+		{PrimitiveType{Name: "double"}, sp("-Infinity"), math.Inf(-1)},
+		{PrimitiveType{Name: "float"}, sp("9.9"), float64(float32(9.9))},
+		{PrimitiveType{Name: "boolean"}, sp("true"), true},
+		{PrimitiveType{Name: "boolean"}, sp("FALSE"), false},
+		{PrimitiveType{Name: "date"}, sp("2021-09-08"), utc(2021, 9, 8, 0, 0, 0, 0)},
+		{PrimitiveType{Name: "timestamp"}, sp("2020-01-01 08:09:10.001"), utc(2020, 1, 1, 8, 9, 10, 1e6)},
+		{PrimitiveType{Name: "timestamp"}, sp("1969-01-01 00:00:00"), utc(1969, 1, 1, 0, 0, 0, 0)},
+		{PrimitiveType{Name: "timestamp"}, sp("1971-07-22T03:06:40.000000Z"), utc(1971, 7, 22, 3, 6, 40, 0)},
+		{PrimitiveType{Name: "timestamp"}, sp("2024-01-01T10:00:00.5+02:00"), utc(2024, 1, 1, 8, 0, 0, 5e8)},
+		{PrimitiveType{Name: "timestamp"}, sp("2024-01-01T10:00:00"), utc(2024, 1, 1, 10, 0, 0, 0)},
+		{PrimitiveType{Name: "timestamp_ntz"}, sp("2021-11-18 02:30:00.123456"), utc(2021, 11, 18, 2, 30, 0, 123456000)},
+		{PrimitiveType{Name: "binary"}, sp("😈"), []byte("😈")},
+		{DecimalType{Precision: 12, Scale: 5}, sp("-2342342.23423"), big.NewRat(-234234223423, 100000)},
+		{DecimalType{Precision: 12, Scale: 5}, sp("234.00000"), big.NewRat(234, 1)},
+		{DecimalType{Precision: 10, Scale: 10}, sp("0E-10"), new(big.Rat)},
+		{DecimalType{Precision: 1, Scale: 0}, sp("1"), big.NewRat(1, 1)},
 	}
 	for _, tt := range tests {
 		got, err := ParsePartitionValue(tt.typ, tt.in)
@@ -92,14 +92,14 @@ func TestParsePartitionValueErrors(t *testing.T) {
 		typ DataType
 		in  string
 	}{
-		{PrimitiveType{"byte"}, "128"}, {PrimitiveType{"short"}, "40000"}, {PrimitiveType{"integer"}, "2147483648"},
-		{PrimitiveType{"long"}, "1.5"}, {PrimitiveType{"long"}, "abc"}, {PrimitiveType{"double"}, "1e400"},
-		{PrimitiveType{"boolean"}, "1"}, {PrimitiveType{"boolean"}, "yes"}, {PrimitiveType{"date"}, "2021-13-01"},
-		{PrimitiveType{"date"}, "2021-01-01 00:00:00"}, {PrimitiveType{"timestamp"}, "yesterday"},
-		{PrimitiveType{"timestamp_ntz"}, "2021-11-18T25:00:00"}, {DecimalType{5, 2}, "1.234"},
-		{DecimalType{5, 2}, "1234.5"}, {DecimalType{5, 2}, "1/2"}, {DecimalType{5, 2}, "x"},
-		{PrimitiveType{"variant"}, "x"}, {PrimitiveType{"geometry(OGC:CRS84)"}, "x"},
-		{&StructType{}, "x"}, {&ArrayType{ElementType: PrimitiveType{"long"}}, "x"},
+		{PrimitiveType{Name: "byte"}, "128"}, {PrimitiveType{Name: "short"}, "40000"}, {PrimitiveType{Name: "integer"}, "2147483648"},
+		{PrimitiveType{Name: "long"}, "1.5"}, {PrimitiveType{Name: "long"}, "abc"}, {PrimitiveType{Name: "double"}, "1e400"},
+		{PrimitiveType{Name: "boolean"}, "1"}, {PrimitiveType{Name: "boolean"}, "yes"}, {PrimitiveType{Name: "date"}, "2021-13-01"},
+		{PrimitiveType{Name: "date"}, "2021-01-01 00:00:00"}, {PrimitiveType{Name: "timestamp"}, "yesterday"},
+		{PrimitiveType{Name: "timestamp_ntz"}, "2021-11-18T25:00:00"}, {DecimalType{Precision: 5, Scale: 2}, "1.234"},
+		{DecimalType{Precision: 5, Scale: 2}, "1234.5"}, {DecimalType{Precision: 5, Scale: 2}, "1/2"}, {DecimalType{Precision: 5, Scale: 2}, "x"},
+		{PrimitiveType{Name: "variant"}, "x"}, {PrimitiveType{Name: "geometry(OGC:CRS84)"}, "x"},
+		{&StructType{}, "x"}, {&ArrayType{ElementType: PrimitiveType{Name: "long"}}, "x"},
 	}
 	for _, tt := range tests {
 		_, err := ParsePartitionValue(tt.typ, sp(tt.in))
@@ -120,26 +120,26 @@ func TestFormatPartitionValue(t *testing.T) {
 		in   any
 		want string
 	}{
-		{PrimitiveType{"string"}, "a=b", "a=b"},
-		{PrimitiveType{"long"}, int64(-5), "-5"},
-		{PrimitiveType{"byte"}, 127, "127"},
-		{PrimitiveType{"integer"}, uint32(7), "7"},
-		{PrimitiveType{"double"}, 1.0, "1.0"},
-		{PrimitiveType{"double"}, 1e-5, "1.0E-5"},
-		{PrimitiveType{"double"}, 12345678.9, "1.23456789E7"},
-		{PrimitiveType{"double"}, -0.001, "-0.001"},
-		{PrimitiveType{"double"}, math.NaN(), "NaN"},
-		{PrimitiveType{"double"}, math.Inf(-1), "-Infinity"},
-		{PrimitiveType{"float"}, float32(0.1), "0.1"},
-		{PrimitiveType{"float"}, 0.5, "0.5"},
-		{PrimitiveType{"boolean"}, true, "true"},
-		{PrimitiveType{"date"}, time.Date(2021, 9, 8, 23, 0, 0, 0, time.FixedZone("y", -8*3600)), "2021-09-08"},
-		{PrimitiveType{"timestamp"}, ts, "2024-01-02T10:30:00.123456Z"},
-		{PrimitiveType{"timestamp_ntz"}, ts, "2024-01-02 12:30:00.123456"},
-		{PrimitiveType{"binary"}, []byte("hi"), "hi"},
-		{DecimalType{5, 2}, big.NewRat(123, 10), "12.30"},
-		{DecimalType{5, 2}, "-0.5", "-0.50"},
-		{DecimalType{5, 0}, 42, "42"},
+		{PrimitiveType{Name: "string"}, "a=b", "a=b"},
+		{PrimitiveType{Name: "long"}, int64(-5), "-5"},
+		{PrimitiveType{Name: "byte"}, 127, "127"},
+		{PrimitiveType{Name: "integer"}, uint32(7), "7"},
+		{PrimitiveType{Name: "double"}, 1.0, "1.0"},
+		{PrimitiveType{Name: "double"}, 1e-5, "1.0E-5"},
+		{PrimitiveType{Name: "double"}, 12345678.9, "1.23456789E7"},
+		{PrimitiveType{Name: "double"}, -0.001, "-0.001"},
+		{PrimitiveType{Name: "double"}, math.NaN(), "NaN"},
+		{PrimitiveType{Name: "double"}, math.Inf(-1), "-Infinity"},
+		{PrimitiveType{Name: "float"}, float32(0.1), "0.1"},
+		{PrimitiveType{Name: "float"}, 0.5, "0.5"},
+		{PrimitiveType{Name: "boolean"}, true, "true"},
+		{PrimitiveType{Name: "date"}, time.Date(2021, 9, 8, 23, 0, 0, 0, time.FixedZone("y", -8*3600)), "2021-09-08"},
+		{PrimitiveType{Name: "timestamp"}, ts, "2024-01-02T10:30:00.123456Z"},
+		{PrimitiveType{Name: "timestamp_ntz"}, ts, "2024-01-02 12:30:00.123456"},
+		{PrimitiveType{Name: "binary"}, []byte("hi"), "hi"},
+		{DecimalType{Precision: 5, Scale: 2}, big.NewRat(123, 10), "12.30"},
+		{DecimalType{Precision: 5, Scale: 2}, "-0.5", "-0.50"},
+		{DecimalType{Precision: 5, Scale: 0}, 42, "42"},
 	}
 	for _, tt := range tests {
 		got, err := FormatPartitionValue(tt.typ, tt.in)
@@ -158,7 +158,7 @@ func TestFormatPartitionValue(t *testing.T) {
 			t.Errorf("round trip of %v via %q = %#v", tt.in, *got, back)
 		}
 	}
-	if got, err := FormatPartitionValue(PrimitiveType{"long"}, nil); got != nil || err != nil {
+	if got, err := FormatPartitionValue(PrimitiveType{Name: "long"}, nil); got != nil || err != nil {
 		t.Errorf("nil value: %v, %v", got, err)
 	}
 }
@@ -194,10 +194,10 @@ func TestFormatPartitionValueErrors(t *testing.T) {
 		typ DataType
 		in  any
 	}{
-		{PrimitiveType{"byte"}, 128}, {PrimitiveType{"integer"}, int64(1) << 40}, {PrimitiveType{"long"}, uint64(math.MaxUint64)},
-		{PrimitiveType{"long"}, "5"}, {PrimitiveType{"float"}, 0.1}, {PrimitiveType{"boolean"}, "true"},
-		{PrimitiveType{"date"}, "2021-01-01"}, {DecimalType{5, 2}, big.NewRat(1, 3)}, {DecimalType{3, 2}, "10.0"},
-		{DecimalType{5, 2}, 1.5}, {PrimitiveType{"variant"}, "x"}, {&StructType{}, "x"},
+		{PrimitiveType{Name: "byte"}, 128}, {PrimitiveType{Name: "integer"}, int64(1) << 40}, {PrimitiveType{Name: "long"}, uint64(math.MaxUint64)},
+		{PrimitiveType{Name: "long"}, "5"}, {PrimitiveType{Name: "float"}, 0.1}, {PrimitiveType{Name: "boolean"}, "true"},
+		{PrimitiveType{Name: "date"}, "2021-01-01"}, {DecimalType{Precision: 5, Scale: 2}, big.NewRat(1, 3)}, {DecimalType{Precision: 3, Scale: 2}, "10.0"},
+		{DecimalType{Precision: 5, Scale: 2}, 1.5}, {PrimitiveType{Name: "variant"}, "x"}, {&StructType{}, "x"},
 	}
 	for _, tt := range tests {
 		if got, err := FormatPartitionValue(tt.typ, tt.in); err == nil {
@@ -407,15 +407,15 @@ func checkFixturePartitionValues(t *testing.T, name string, commits []fixtureCom
 // DateTimeUtils.stringToTimestampWithoutTimeZone with allowTimeZone = true),
 // timestamp converted to UTC.
 func TestCanonicalPartitionValueAsSpark(t *testing.T) {
-	ntz, ts := PrimitiveType{"timestamp_ntz"}, PrimitiveType{"timestamp"}
-	str := PrimitiveType{"string"}
+	ntz, ts := PrimitiveType{Name: "timestamp_ntz"}, PrimitiveType{Name: "timestamp"}
+	str := PrimitiveType{Name: "string"}
 	tests := []struct {
 		typ  DataType
 		in   string
 		want *string // nil: null
 	}{
 		{str, HiveDefaultPartition, nil},
-		{PrimitiveType{"integer"}, HiveDefaultPartition, nil},
+		{PrimitiveType{Name: "integer"}, HiveDefaultPartition, nil},
 		{str, "", nil},
 		{str, "ünï", sp("ünï")},
 		{ntz, "2024-01-02T10:00:00+05:00", sp("2024-01-02 10:00:00.000000")},

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/action"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
@@ -140,7 +141,7 @@ func pathsFixtureAdds(t *testing.T, tableDir string) []*delta.Add {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = delta.ParseActions(data, func(a *delta.Action) error {
+		err = action.Parse(data, func(a *delta.Action) error {
 			if a.Add != nil {
 				adds = append(adds, a.Add)
 			}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"runtime"
 	"sync"
+
+	"github.com/deltafs/deltafs/delta/action"
 )
 
 // tableState is the reconciled state of a table after replaying actions up
@@ -57,7 +59,7 @@ func (o *overlay) touch(k string) {
 func (o *overlay) applyCommit(st *tableState, actions []*Action) {
 	for _, a := range actions {
 		if r := a.Remove; r != nil {
-			k := r.key()
+			k := r.Key()
 			o.touch(k)
 			delete(o.adds, k)
 			o.removes[k] = r
@@ -66,7 +68,7 @@ func (o *overlay) applyCommit(st *tableState, actions []*Action) {
 	for _, a := range actions {
 		switch {
 		case a.Add != nil:
-			k := a.Add.key()
+			k := a.Add.Key()
 			o.touch(k)
 			delete(o.removes, k)
 			o.adds[k] = a.Add
@@ -108,7 +110,7 @@ func replay(base *tableState, commits []*commitFile) *tableState {
 	st.bytes = base.bytes
 	st.files = make([]*Add, 0, len(base.files)+len(o.adds))
 	for _, a := range base.files {
-		if !o.touched(a.key()) {
+		if !o.touched(a.Key()) {
 			st.files = append(st.files, a)
 		} else {
 			st.bytes -= addBytes(a)
@@ -116,7 +118,7 @@ func replay(base *tableState, commits []*commitFile) *tableState {
 	}
 	st.tombstones = make([]*Remove, 0, len(base.tombstones)+len(o.removes))
 	for _, r := range base.tombstones {
-		if !o.touched(r.key()) {
+		if !o.touched(r.Key()) {
 			st.tombstones = append(st.tombstones, r)
 		} else {
 			st.bytes -= removeBytes(r)
@@ -175,7 +177,7 @@ func readCommit(ctx context.Context, s Storage, f LogFile) (*commitFile, error) 
 		return nil, fmt.Errorf("read commit %d (%s): %w", f.Version, f.Key, err)
 	}
 	c := &commitFile{version: f.Version, file: f}
-	err = ParseActions(data, func(a *Action) error {
+	err = action.Parse(data, func(a *Action) error {
 		if a.CheckpointMetadata != nil || a.Sidecar != nil {
 			return corruptf("%s action in a commit", actionName(a))
 		}

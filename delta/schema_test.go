@@ -89,20 +89,20 @@ func TestParseSchema(t *testing.T) {
 			{"name":"c","type":"decimal(38, 6)","nullable":true,"metadata":{}},
 			{"name":"d","type":"decimal","nullable":true}]}`,
 			&StructType{Fields: []*StructField{
-				{Name: "a", Type: PrimitiveType{"long"}},
-				{Name: "b", Type: PrimitiveType{"timestamp_ntz"}, Nullable: true},
-				{Name: "c", Type: DecimalType{38, 6}, Nullable: true},
-				{Name: "d", Type: DecimalType{10, 0}, Nullable: true},
+				{Name: "a", Type: PrimitiveType{Name: "long"}},
+				{Name: "b", Type: PrimitiveType{Name: "timestamp_ntz"}, Nullable: true},
+				{Name: "c", Type: DecimalType{Precision: 38, Scale: 6}, Nullable: true},
+				{Name: "d", Type: DecimalType{Precision: 10, Scale: 0}, Nullable: true},
 			}}},
 		{"unknown primitive kept", `{"type":"struct","fields":[{"name":"g","type":"geometry(OGC:CRS84)","nullable":true,"metadata":{}}]}`,
-			&StructType{Fields: []*StructField{{Name: "g", Type: PrimitiveType{"geometry(OGC:CRS84)"}, Nullable: true}}}},
+			&StructType{Fields: []*StructField{{Name: "g", Type: PrimitiveType{Name: "geometry(OGC:CRS84)"}, Nullable: true}}}},
 		{"nested and nullable default", `{"type":"struct","fields":[{"name":"s","type":{"type":"struct","fields":[
 			{"name":"arr","type":{"type":"array","elementType":"string","containsNull":false},"nullable":true,"metadata":{}},
 			{"name":"m","type":{"type":"map","keyType":"integer","valueType":{"type":"array","elementType":"byte"},"valueContainsNull":false},"metadata":{"x":1}}]},
 			"nullable":false,"metadata":{}}]}`,
 			&StructType{Fields: []*StructField{{Name: "s", Type: &StructType{Fields: []*StructField{
-				{Name: "arr", Type: &ArrayType{ElementType: PrimitiveType{"string"}}, Nullable: true, Metadata: map[string]any{}},
-				{Name: "m", Type: &MapType{KeyType: PrimitiveType{"integer"}, ValueType: &ArrayType{ElementType: PrimitiveType{"byte"}, ContainsNull: true}},
+				{Name: "arr", Type: &ArrayType{ElementType: PrimitiveType{Name: "string"}}, Nullable: true, Metadata: map[string]any{}},
+				{Name: "m", Type: &MapType{KeyType: PrimitiveType{Name: "integer"}, ValueType: &ArrayType{ElementType: PrimitiveType{Name: "byte"}, ContainsNull: true}},
 					Nullable: true, Metadata: map[string]any{"x": json.Number("1")}},
 			}}, Metadata: map[string]any{}}}}},
 	}

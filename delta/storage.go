@@ -134,16 +134,12 @@ func ReadAll(ctx context.Context, s Storage, key string) ([]byte, error) {
 // Limits on log files deltafs reads (issue 20), checked before a file or
 // a line is decoded; a file over one is a corrupt log (ErrCorruptLog)
 // naming the limit. A hostile 300 MB commit line was read whole (680 MB
-// of memory).
-var (
-	// MaxLogFileBytes bounds a commit, a JSON or Parquet checkpoint part,
-	// or a sidecar read whole: 1 GiB (a 1,000,000-file checkpoint part
-	// is about 100 MB).
-	MaxLogFileBytes int64 = 1 << 30
-	// MaxLogLineBytes bounds one action line of a JSON log file: 64 MiB
-	// (an add with statistics is a few kilobytes).
-	MaxLogLineBytes = 64 << 20
-)
+// of memory). One line's limit is action.MaxLineBytes.
+//
+// MaxLogFileBytes bounds a commit, a JSON or Parquet checkpoint part, or a
+// sidecar read whole: 1 GiB (a 1,000,000-file checkpoint part is about
+// 100 MB).
+var MaxLogFileBytes int64 = 1 << 30
 
 // readSized reads a whole log object whose size a listing reported, and
 // fails, wrapping io.ErrUnexpectedEOF, when the storage returns another

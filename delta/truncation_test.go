@@ -6,9 +6,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"io"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // truncatingStore serves one key's body without its last line and no

@@ -273,7 +273,7 @@ func corruptFirstDV(t *testing.T, root string) (string, int64) {
 			if a.DeletionVector == nil || a.DeletionVector.StorageType != "u" {
 				continue
 			}
-			key, err := a.DeletionVector.RelativeKey()
+			key, err := delta.DVRelativeKey(a.DeletionVector)
 			if err != nil {
 				t.Fatal(err)
 			}

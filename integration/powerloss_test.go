@@ -37,6 +37,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/action"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	"github.com/deltafs/deltafs/internal/testkit/powerfs"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
@@ -453,7 +454,7 @@ func readCommitAdds(path string) ([]plAdd, error) {
 		return nil, err
 	}
 	var adds []plAdd
-	err = delta.ParseActions(data, func(a *delta.Action) error {
+	err = action.Parse(data, func(a *delta.Action) error {
 		if a.Remove != nil {
 			return fmt.Errorf("a remove of %s in a blind-append test", a.Remove.Path)
 		}

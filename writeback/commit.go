@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/action"
 )
 
 // txn is one Append call across its commit attempts. Its id is written as
@@ -307,7 +308,7 @@ func readWinner(ctx context.Context, s delta.Storage, v int64) (txnID string, me
 	if err != nil {
 		return "", false, err
 	}
-	err = delta.ParseActions(data, func(a *delta.Action) error {
+	err = action.Parse(data, func(a *delta.Action) error {
 		switch {
 		case a.CommitInfo != nil:
 			var ci struct {

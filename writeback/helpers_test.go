@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/action"
 	"github.com/deltafs/deltafs/delta/blobstore"
 )
 
@@ -127,7 +128,7 @@ func commitLines(t *testing.T, dir string, v int64) []map[string]json.RawMessage
 		t.Fatalf("read commit %d: %v", v, err)
 	}
 	var out []map[string]json.RawMessage
-	err = delta.ParseActions(data, func(*delta.Action) error { return nil })
+	err = action.Parse(data, func(*delta.Action) error { return nil })
 	if err != nil {
 		t.Fatalf("commit %d does not parse: %v", v, err)
 	}

@@ -1,4 +1,11 @@
-package delta
+// Package action defines what a Delta log is made of: the actions of
+// commits and checkpoints (add, remove, metaData, protocol, txn,
+// domainMetadata, cdc, checkpointMetadata, sidecar) with the JSON forms
+// the protocol gives them [PROTOCOL.md "Actions"], the table schema
+// [PROTOCOL.md "Schema Serialization Format"] and the table properties and
+// features read off an action. It is a leaf: it does no I/O and imports
+// nothing of deltafs, so the checkpoint codec and the log engine share it.
+package action
 
 import (
 	"bytes"
@@ -98,7 +105,7 @@ type Add struct {
 // stats (JSON or parsed); ok is false when no stats carry it.
 func (a *Add) NumRecords() (n int64, ok bool) {
 	if a.Stats != "" {
-		if n, ok := statsNumRecords(a.Stats); ok {
+		if n, ok := StatsNumRecords(a.Stats); ok {
 			return n, true
 		}
 	}
@@ -108,8 +115,9 @@ func (a *Add) NumRecords() (n int64, ok bool) {
 	return 0, false
 }
 
-// key is the logical file identity used by reconciliation.
-func (a *Add) key() string { return fileKey(a.Path, a.DeletionVector) }
+// Key is the file's identity in the log: its path and deletion vector
+// [PROTOCOL.md "Action Reconciliation"].
+func (a *Add) Key() string { return FileKey(a.Path, a.DeletionVector) }
 
 // Remove is the remove action (a tombstone).
 type Remove struct {
@@ -126,7 +134,8 @@ type Remove struct {
 	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"`
 }
 
-func (r *Remove) key() string { return fileKey(r.Path, r.DeletionVector) }
+// Key is the file's identity in the log, as Add.Key.
+func (r *Remove) Key() string { return FileKey(r.Path, r.DeletionVector) }
 
 // Txn is a set-transaction (application transaction id).
 type Txn struct {
@@ -164,19 +173,19 @@ type Sidecar struct {
 	Tags             map[string]string `json:"tags,omitempty"`
 }
 
-// fileKey is (path, dvUniqueId) joined by a separator that cannot occur in
+// FileKey is (path, dvUniqueId) joined by a separator that cannot occur in
 // a path of the log.
-func fileKey(path string, dv *DeletionVector) string {
+func FileKey(path string, dv *DeletionVector) string {
 	if dv == nil {
 		return path
 	}
 	return path + "\x00" + dv.UniqueID()
 }
 
-// ParseActions decodes NDJSON actions (a commit or a JSON checkpoint) and
+// Parse decodes NDJSON actions (a commit or a JSON checkpoint) and
 // calls fn for each. Blank lines are skipped; a line that is not a JSON
 // object is an error wrapping ErrCorruptLog that names the line number.
-func ParseActions(data []byte, fn func(*Action) error) error {
+func Parse(data []byte, fn func(*Action) error) error {
 	line := 0
 	for len(data) > 0 {
 		line++
@@ -186,8 +195,8 @@ func ParseActions(data []byte, fn func(*Action) error) error {
 		} else {
 			l, data = data, nil
 		}
-		if len(l) > MaxLogLineBytes {
-			return corruptf("line %d is %d bytes, over the limit of %d bytes a log line", line, len(l), MaxLogLineBytes)
+		if len(l) > MaxLineBytes {
+			return corruptf("line %d is %d bytes, over the limit of %d bytes a log line", line, len(l), MaxLineBytes)
 		}
 		l = bytes.TrimSpace(l)
 		if len(l) == 0 {
@@ -200,7 +209,7 @@ func ParseActions(data []byte, fn func(*Action) error) error {
 		if err := json.Unmarshal(l, a); err != nil {
 			return corruptf("line %d: %v", line, err)
 		}
-		if err := a.validate(); err != nil {
+		if err := a.Validate(); err != nil {
 			return corruptf("line %d: %v", line, err)
 		}
 		if err := fn(a); err != nil {
@@ -210,8 +219,8 @@ func ParseActions(data []byte, fn func(*Action) error) error {
 	return nil
 }
 
-// validate checks the fields the protocol requires of the set action.
-func (a *Action) validate() error {
+// Validate checks the fields the protocol requires of the set action.
+func (a *Action) Validate() error {
 	switch {
 	case a.Add != nil:
 		if a.Add.Path == "" {
@@ -229,13 +238,13 @@ func (a *Action) validate() error {
 	return nil
 }
 
-// statsNumRecords extracts the top-level numRecords from a stats JSON
+// StatsNumRecords extracts the top-level numRecords from a stats JSON
 // string. The common layout (numRecords as the first key, as Spark, Kernel
 // and delta-rs write it) is read without decoding the rest (stats can be
 // large; replay only needs this); any other layout is decoded, because a
 // column named "numRecords" puts that key inside minValues/maxValues/
 // nullCount too and the protocol fixes no key order.
-func statsNumRecords(stats string) (int64, bool) {
+func StatsNumRecords(stats string) (int64, bool) {
 	const k = `{"numRecords":`
 	if s, ok := strings.CutPrefix(stats, k); ok {
 		end := 0

@@ -1,4 +1,4 @@
-package delta
+package action
 
 import (
 	"bytes"
@@ -58,7 +58,7 @@ func (s *StructType) String() string {
 		}
 		b.WriteString(f.Name)
 		b.WriteByte(':')
-		b.WriteString(typeString(f.Type))
+		b.WriteString(TypeString(f.Type))
 	}
 	b.WriteByte('>')
 	return b.String()
@@ -104,7 +104,7 @@ type ArrayType struct {
 }
 
 // String returns "array<element>".
-func (a *ArrayType) String() string { return "array<" + typeString(a.ElementType) + ">" }
+func (a *ArrayType) String() string { return "array<" + TypeString(a.ElementType) + ">" }
 
 // MarshalJSON encodes the array type in the Delta schema JSON form.
 func (a *ArrayType) MarshalJSON() ([]byte, error) {
@@ -123,7 +123,7 @@ type MapType struct {
 
 // String returns "map<key,value>".
 func (m *MapType) String() string {
-	return "map<" + typeString(m.KeyType) + "," + typeString(m.ValueType) + ">"
+	return "map<" + TypeString(m.KeyType) + "," + TypeString(m.ValueType) + ">"
 }
 
 // MarshalJSON encodes the map type in the Delta schema JSON form.
@@ -174,6 +174,18 @@ func (f *StructField) FieldID() (int64, bool) {
 	return metaInt(f.Metadata[metaColumnMappingID])
 }
 
+// NestedFieldID returns the Parquet field_id of a nested component of the
+// field (an array's element, a map's key or value) from its
+// delta.columnMapping.nested.ids metadata, keyed "<physical name>.<path>"
+// (e.g. "col-1.element.value"); ok is false when it is absent.
+func (f *StructField) NestedFieldID(key string) (int64, bool) {
+	ids, ok := f.Metadata[metaNestedIDs].(map[string]any)
+	if !ok {
+		return 0, false
+	}
+	return metaInt(ids[key])
+}
+
 // MarshalJSON encodes the field as {"name","type","nullable","metadata"};
 // nil metadata is written as {} as Spark does.
 func (f *StructField) MarshalJSON() ([]byte, error) {
@@ -208,7 +220,8 @@ func metaInt(v any) (int64, bool) {
 	return 0, false
 }
 
-func typeString(t DataType) string {
+// TypeString is t.String(), and "<nil>" for a nil type.
+func TypeString(t DataType) string {
 	if t == nil {
 		return "<nil>"
 	}
