@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/deltafs/deltafs/delta/action"
+	"github.com/deltafs/deltafs/delta/checkpoint"
 )
 
 // SidecarDir is the directory of V2 checkpoint sidecar files.
@@ -77,7 +78,7 @@ func readActionsFile(ctx context.Context, s Storage, key string, size int64, isJ
 	if isJSON {
 		return action.Parse(data, fn)
 	}
-	if err := ReadParquetActions(bytes.NewReader(data), int64(len(data)), fn); err != nil {
+	if err := checkpoint.ReadActions(bytes.NewReader(data), int64(len(data)), fn); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/deltafs/deltafs/delta/checkpoint"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
@@ -20,7 +21,7 @@ func checkpointFormat(t *testing.T, snap *Snapshot, conf map[string]string) (for
 	t.Helper()
 	cp := withConfig(snap, conf)
 	var buf bytes.Buffer
-	if _, err := encodeCheckpoint(&buf, cp); err != nil {
+	if _, err := checkpoint.Encode(&buf, cp.checkpointState()); err != nil {
 		return 0, false, err
 	}
 	pf, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
@@ -77,12 +78,12 @@ func TestCheckpointCodecFromTableProperties(t *testing.T) {
 		v2    bool
 	}{
 		{nil, format.Zstd, false},
-		{map[string]string{configParquetCodec: "SNAPPY"}, format.Snappy, false},
-		{map[string]string{configParquetCodec: "gzip"}, format.Gzip, false},
-		{map[string]string{configParquetCodec: "none"}, format.Uncompressed, false},
-		{map[string]string{configParquetCodec: "lz4_raw"}, format.Lz4Raw, false},
-		{map[string]string{configParquetVersion: "1.0.0"}, format.Zstd, false},
-		{map[string]string{configParquetVersion: "2.12.0"}, format.Zstd, true},
+		{map[string]string{"delta.parquet.compression.codec": "SNAPPY"}, format.Snappy, false},
+		{map[string]string{"delta.parquet.compression.codec": "gzip"}, format.Gzip, false},
+		{map[string]string{"delta.parquet.compression.codec": "none"}, format.Uncompressed, false},
+		{map[string]string{"delta.parquet.compression.codec": "lz4_raw"}, format.Lz4Raw, false},
+		{map[string]string{"delta.parquet.format.version": "1.0.0"}, format.Zstd, false},
+		{map[string]string{"delta.parquet.format.version": "2.12.0"}, format.Zstd, true},
 	} {
 		codec, v2, err := checkpointFormat(t, snap, tc.conf)
 		if err != nil || codec != tc.codec || v2 != tc.v2 {
@@ -90,8 +91,8 @@ func TestCheckpointCodecFromTableProperties(t *testing.T) {
 		}
 	}
 	for _, conf := range []map[string]string{
-		{configParquetCodec: "lz4"}, {configParquetCodec: "bogus"},
-		{configParquetVersion: "3.0.0"}, {configParquetVersion: "2.x"}, {configParquetVersion: "1.0"},
+		{"delta.parquet.compression.codec": "lz4"}, {"delta.parquet.compression.codec": "bogus"},
+		{"delta.parquet.format.version": "3.0.0"}, {"delta.parquet.format.version": "2.x"}, {"delta.parquet.format.version": "1.0"},
 	} {
 		_, _, err := checkpointFormat(t, snap, conf)
 		if err == nil || !strings.Contains(err.Error(), "delta.parquet.") {
@@ -99,7 +100,7 @@ func TestCheckpointCodecFromTableProperties(t *testing.T) {
 		}
 	}
 	// WriteCheckpoint refuses too, naming the version and the table.
-	cp := withConfig(snap, map[string]string{configParquetCodec: "bogus"})
+	cp := withConfig(snap, map[string]string{"delta.parquet.compression.codec": "bogus"})
 	store := dirStore{root: t.TempDir()}
 	if err := WriteCheckpoint(context.Background(), store, cp); err == nil || !strings.Contains(err.Error(), "write checkpoint 1") {
 		t.Errorf("WriteCheckpoint with an unknown codec: %v", err)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/delta/checkpoint"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -117,8 +119,8 @@ func totalAlloc() uint64 {
 // whole file costs), where encoding the whole file into memory before the
 // Put allocated it all whatever the store did.
 func TestWriteCheckpointStreams(t *testing.T) {
-	defer func(n int64) { checkpointRowGroupRows = n }(checkpointRowGroupRows)
-	checkpointRowGroupRows = 2048
+	defer func(n int64) { checkpoint.RowGroupRows = n }(checkpoint.RowGroupRows)
+	checkpoint.RowGroupRows = 2048
 	const files = 40_000
 	snap := syntheticSnapshot(files)
 	ctx := context.Background()
@@ -132,7 +134,7 @@ func TestWriteCheckpointStreams(t *testing.T) {
 	}
 	whole := totalAlloc() - a0
 	rows := int64(0)
-	err := ReadParquetActions(bytes.NewReader(body.Bytes()), int64(body.Len()), func(a *Action) error {
+	err := checkpoint.ReadActions(bytes.NewReader(body.Bytes()), int64(body.Len()), func(a *Action) error {
 		rows++
 		return nil
 	})
@@ -222,14 +224,14 @@ func BenchmarkWriteCheckpointMillion(b *testing.B) {
 	}
 	base := liveHeap()
 	b.ReportAllocs()
-	peak := startHeapPeak()
+	peak := testenv.StartHeapPeak()
 	for b.Loop() {
 		if err := WriteCheckpoint(context.Background(), store, snap); err != nil {
 			b.Fatal(err)
 		}
 	}
-	peak.report(b)
-	b.ReportMetric(float64(peak.max-min(peak.max, base))/(1<<20), "above-snapshot-MiB")
+	peak.Report(b)
+	b.ReportMetric(float64(peak.Max()-min(peak.Max(), base))/(1<<20), "above-snapshot-MiB")
 	b.ReportMetric(float64(livePeak-min(livePeak, base))/(1<<20), "live-growth-MiB")
 	b.ReportMetric(float64(store.cpBytes)/(1<<20), "checkpoint-MiB")
 	b.ReportMetric(float64(base)/(1<<20), "snapshot-MiB")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/delta/checkpoint"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/parquet-go/parquet-go"
 )
@@ -162,7 +163,7 @@ func cwCheckLastCheckpoint(t *testing.T, s dirStore, snap *Snapshot) {
 		t.Fatal(err)
 	}
 	counts := map[string]int64{}
-	err = ReadParquetActions(bytes.NewReader(data), int64(len(data)), func(a *Action) error {
+	err = checkpoint.ReadActions(bytes.NewReader(data), int64(len(data)), func(a *Action) error {
 		var m map[string]json.RawMessage
 		b, _ := json.Marshal(a)
 		_ = json.Unmarshal(b, &m)
@@ -238,7 +239,7 @@ func TestWriteCheckpointSparkLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := encodeCheckpoint(&buf, snap); err != nil {
+	if _, err := checkpoint.Encode(&buf, snap.checkpointState()); err != nil {
 		t.Fatal(err)
 	}
 	_, ours := cwLeaves(t, buf.Bytes())
@@ -313,11 +314,16 @@ func BenchmarkEncodeCheckpoint(b *testing.B) {
 	var size int
 	for b.Loop() {
 		var buf bytes.Buffer
-		if _, err := encodeCheckpoint(&buf, snap); err != nil {
+		if _, err := checkpoint.Encode(&buf, snap.checkpointState()); err != nil {
 			b.Fatal(err)
 		}
 		size = buf.Len()
 	}
 	b.ReportMetric(float64(size)/(1<<20), "MiB")
 	b.ReportMetric(float64(len(snap.Files())), "adds")
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

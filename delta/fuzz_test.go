@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/delta/action"
+	"github.com/deltafs/deltafs/delta/checkpoint"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
@@ -215,7 +216,7 @@ func FuzzReadParquetActions(f *testing.F) {
 	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n := 0
-		err := ReadParquetActions(bytes.NewReader(data), int64(len(data)), func(a *Action) error {
+		err := checkpoint.ReadActions(bytes.NewReader(data), int64(len(data)), func(a *Action) error {
 			n++
 			return nil
 		})

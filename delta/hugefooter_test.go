@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/deltafs/deltafs/delta/action"
+	"github.com/deltafs/deltafs/delta/checkpoint"
 	"github.com/deltafs/deltafs/internal/testkit/hostilepq"
 )
 
@@ -27,7 +28,7 @@ func TestHugeFooterLengthAllocatesNothing(t *testing.T) {
 	file = append(file, "PAR1"...)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	err := ReadParquetActions(bytes.NewReader(file), int64(len(file)), func(*Action) error { return nil })
+	err := checkpoint.ReadActions(bytes.NewReader(file), int64(len(file)), func(*Action) error { return nil })
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, ErrCorruptLog) {
 		t.Errorf("ReadParquetActions: %v, want ErrCorruptLog", err)
@@ -47,7 +48,7 @@ func TestDeepSchemaCheckpointRefused(t *testing.T) {
 	file := f.Bytes()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	err := ReadParquetActions(bytes.NewReader(file), int64(len(file)), func(*Action) error { return nil })
+	err := checkpoint.ReadActions(bytes.NewReader(file), int64(len(file)), func(*Action) error { return nil })
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, ErrCorruptLog) || !strings.Contains(err.Error(), "schema nested deeper than 64 levels") {
 		t.Errorf("ReadParquetActions: %v, want ErrCorruptLog naming the depth limit", err)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/deltafs/deltafs/delta/checkpoint"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -117,36 +119,13 @@ func genCheckpoints(root string, versions ...int64) error {
 	return nil
 }
 
+// writeStateCheckpoint writes st as a checkpoint with this package's codec.
 func writeStateCheckpoint(w io.Writer, st *tableState) error {
-	pw := parquet.NewGenericWriter[ckSparkRow](w, parquet.Compression(&parquet.Snappy))
-	strMap := func(m map[string]string) map[string]*string {
-		out := map[string]*string{}
-		for k, v := range m {
-			out[k] = &v
-		}
-		return out
-	}
-	rows := []ckSparkRow{
-		{Protocol: &ckProtocol{MinReaderVersion: int32(st.protocol.MinReaderVersion), MinWriterVersion: int32(st.protocol.MinWriterVersion)}},
-		{MetaData: &ckMetadata{ID: st.metadata.ID, Format: ckFormat{Provider: "parquet", Options: map[string]*string{}},
-			SchemaString: st.metadata.SchemaString, PartitionColumns: st.metadata.PartitionColumns,
-			Configuration: strMap(st.metadata.Configuration)}},
-	}
-	for _, a := range st.files {
-		stats := a.Stats
-		rows = append(rows, ckSparkRow{Add: &ckAdd{Path: a.Path, PartitionValues: a.PartitionValues, Size: a.Size,
-			ModificationTime: a.ModificationTime, DataChange: a.DataChange, Stats: &stats}})
-		if len(rows) >= 4096 {
-			if _, err := pw.Write(rows); err != nil {
-				return err
-			}
-			rows = rows[:0]
-		}
-	}
-	if _, err := pw.Write(rows); err != nil {
-		return err
-	}
-	return pw.Close()
+	_, err := checkpoint.Encode(w, &checkpoint.State{
+		Protocol: st.protocol, Metadata: st.metadata, Txns: st.txns, Domains: st.domains,
+		Files: st.files, Tombstones: st.tombstones,
+	})
+	return err
 }
 
 // BenchmarkReplay builds snapshots of the generated tables from scratch.
@@ -167,7 +146,7 @@ func BenchmarkReplay(b *testing.B) {
 			ctx := context.Background()
 			st := dirStore{c.root}
 			b.ReportAllocs()
-			peak := startHeapPeak()
+			peak := testenv.StartHeapPeak()
 			for b.Loop() {
 				s, err := Open(st, Options{}).Snapshot(ctx, c.version)
 				if err != nil {
@@ -177,7 +156,7 @@ func BenchmarkReplay(b *testing.B) {
 					b.Fatalf("%d live files, want %d", len(s.Files()), c.files)
 				}
 			}
-			peak.report(b)
+			peak.Report(b)
 		})
 	}
 }
@@ -188,7 +167,7 @@ func BenchmarkReplayFloor(b *testing.B) {
 	checkpointed, _ := replayBenchTables(b)
 	path := filepath.Join(checkpointed, filepath.FromSlash(CheckpointKey(benchCheckpointAt)))
 	b.ReportAllocs()
-	peak := startHeapPeak()
+	peak := testenv.StartHeapPeak()
 	for b.Loop() {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -213,5 +192,5 @@ func BenchmarkReplayFloor(b *testing.B) {
 			rr.Close()
 		}
 	}
-	peak.report(b)
+	peak.Report(b)
 }

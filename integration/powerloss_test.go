@@ -39,6 +39,7 @@ import (
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/action"
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/delta/checkpoint"
 	"github.com/deltafs/deltafs/internal/testkit/powerfs"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/writeback"
@@ -508,7 +509,7 @@ func (r *plRun) checkCheckpoint(lg *plLog, cp int64) {
 		r.fatalf("table %s version %d: checkpoint %s: %v", r.table(), cp, path, err)
 	}
 	got := map[string]bool{}
-	err = delta.ReadParquetActions(bytes.NewReader(data), int64(len(data)), func(a *delta.Action) error {
+	err = checkpoint.ReadActions(bytes.NewReader(data), int64(len(data)), func(a *delta.Action) error {
 		if a.Add != nil {
 			key, _ := url.PathUnescape(a.Add.Path)
 			got[key] = true
@@ -546,7 +547,7 @@ func (r *plRun) checkLastCheckpoint(lg *plLog) {
 	}
 	rows := int64(0)
 	data, _ := os.ReadFile(path)
-	delta.ReadParquetActions(bytes.NewReader(data), int64(len(data)), func(*delta.Action) error { rows++; return nil })
+	checkpoint.ReadActions(bytes.NewReader(data), int64(len(data)), func(*delta.Action) error { rows++; return nil })
 	if rows != lc.Size {
 		r.fatalf("table %s: _last_checkpoint says checkpoint %d has %d actions, %s has %d", r.table(), lc.Version, lc.Size, path, rows)
 	}

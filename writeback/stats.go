@@ -15,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/checkpoint"
 )
 
 // Table properties that choose the statistics columns [PROTOCOL.md "Per-file Statistics"].
@@ -167,7 +168,7 @@ func encodeValue(l statLeaf, v []byte, isMax bool, prefixLen int) (any, bool) {
 		if n == nil {
 			return nil, false
 		}
-		return json.Number(delta.DecimalText(n, d.Scale)), true
+		return json.Number(checkpoint.DecimalText(n, d.Scale)), true
 	}
 	switch el.Type.V {
 	case format.Int32:

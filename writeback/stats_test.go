@@ -10,6 +10,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/delta/checkpoint"
 	"github.com/deltafs/deltafs/pqfile"
 )
 
@@ -47,7 +48,7 @@ func TestDecimalText(t *testing.T) {
 		scale int
 		want  string
 	}{{12345, 2, "123.45"}, {-250, 2, "-2.50"}, {5, 3, "0.005"}, {-5, 1, "-0.5"}, {7, 0, "7"}} {
-		if got := delta.DecimalText(big.NewInt(tc.n), tc.scale); got != tc.want {
+		if got := checkpoint.DecimalText(big.NewInt(tc.n), tc.scale); got != tc.want {
 			t.Errorf("DecimalText(%d, %d) = %s, want %s", tc.n, tc.scale, got, tc.want)
 		}
 	}

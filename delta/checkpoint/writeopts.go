@@ -1,10 +1,11 @@
-package delta
+package checkpoint
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
 
+	"github.com/deltafs/deltafs/delta/action"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 )
@@ -19,7 +20,7 @@ const (
 // formatVersion2 matches the DataPageV2 values of delta.parquet.format.version.
 var formatVersion2 = regexp.MustCompile(`^2\.[0-9]+\.[0-9]+$`)
 
-// checkpointWriterOptions returns the Parquet writer options a checkpoint
+// writerOptions returns the Parquet writer options a checkpoint
 // of a table with metadata m is encoded with: the codec of
 // delta.parquet.compression.codec (matched case-insensitively; zstd when
 // absent, as "Table Properties" says writers SHOULD default) and the data
@@ -28,7 +29,7 @@ var formatVersion2 = regexp.MustCompile(`^2\.[0-9]+\.[0-9]+$`)
 // have (lz4 with Hadoop framing, an unknown name) or a format version that
 // is neither form is an error naming the property: the protocol says
 // writers SHOULD abort rather than write what the table did not ask for.
-func checkpointWriterOptions(m *Metadata) ([]parquet.WriterOption, error) {
+func writerOptions(m *action.Metadata) ([]parquet.WriterOption, error) {
 	var codec compress.Codec = &parquet.Zstd
 	if v, ok := m.Configuration[configParquetCodec]; ok {
 		switch strings.ToLower(strings.TrimSpace(v)) {

@@ -1,4 +1,4 @@
-package delta
+package checkpoint
 
 import (
 	"encoding/binary"

@@ -1,18 +1,16 @@
-package delta
+package checkpoint
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
-	"runtime/metrics"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/delta/action"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -176,7 +174,7 @@ func BenchmarkCheckpointDecodeFloor(b *testing.B) {
 	data := benchCheckpointData(b)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	peak := startHeapPeak()
+	peak := testenv.StartHeapPeak()
 	rows := 0
 	for b.Loop() {
 		f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
@@ -200,7 +198,7 @@ func BenchmarkCheckpointDecodeFloor(b *testing.B) {
 			rr.Close()
 		}
 	}
-	peak.report(b)
+	peak.Report(b)
 	if want := benchCheckpointAdds + benchCheckpointAdds/100 + 3; rows != want {
 		b.Fatalf("decoded %d rows, want %d", rows, want)
 	}
@@ -214,7 +212,7 @@ func BenchmarkReadParquetActions(b *testing.B) {
 	data := benchCheckpointData(b)
 	b.Run("decode", func(b *testing.B) {
 		n := 0
-		benchReadActions(b, data, func(a *Action) error {
+		benchReadActions(b, data, func(a *action.Action) error {
 			if a.Add != nil {
 				n++
 			}
@@ -222,79 +220,29 @@ func BenchmarkReadParquetActions(b *testing.B) {
 		}, func() int { k := n; n = 0; return k })
 	})
 	b.Run("snapshot", func(b *testing.B) {
-		files := make(map[string]*Add)
-		benchReadActions(b, data, func(a *Action) error {
+		files := make(map[string]*action.Add)
+		benchReadActions(b, data, func(a *action.Action) error {
 			if a.Add != nil {
 				files[a.Add.Key()] = a.Add
 			}
 			return nil
-		}, func() int { k := len(files); files = make(map[string]*Add); return k })
+		}, func() int { k := len(files); files = make(map[string]*action.Add); return k })
 	})
 }
 
 // benchReadActions runs ReadParquetActions with fn; done returns the adds
 // seen by the last run and resets the caller's state.
-func benchReadActions(b *testing.B, data []byte, fn func(*Action) error, done func() int) {
+func benchReadActions(b *testing.B, data []byte, fn func(*action.Action) error, done func() int) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	peak := startHeapPeak()
+	peak := testenv.StartHeapPeak()
 	for b.Loop() {
-		if err := ReadParquetActions(bytes.NewReader(data), int64(len(data)), fn); err != nil {
+		if err := ReadActions(bytes.NewReader(data), int64(len(data)), fn); err != nil {
 			b.Fatal(err)
 		}
 		if n := done(); n != benchCheckpointAdds {
 			b.Fatalf("%d adds, want %d", n, benchCheckpointAdds)
 		}
 	}
-	peak.report(b)
-}
-
-// heapPeak samples the bytes of live+unswept heap objects while a
-// benchmark runs (runtime/metrics, no stop-the-world) and keeps the max.
-// It also reports the process CPU time per op (user+sys, GC included),
-// which is steadier than wall time on a machine shared with other jobs.
-type heapPeak struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	max    uint64
-	cpu0   time.Duration
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func startHeapPeak() *heapPeak {
-	runtime.GC()
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &heapPeak{cancel: cancel, done: make(chan struct{}), cpu0: cpuTime()}
-	go func() {
-		defer close(p.done)
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(s)
-			p.max = max(p.max, s[0].Value.Uint64())
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return p
-}
-
-func (p *heapPeak) report(b *testing.B) {
-	b.StopTimer()
-	cpu := cpuTime() - p.cpu0
-	p.cancel()
-	<-p.done
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(p.max)/(1<<20), "peak-heap-MiB")
+	peak.Report(b)
 }

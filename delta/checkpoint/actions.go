@@ -1,4 +1,4 @@
-package delta
+package checkpoint
 
 import "github.com/deltafs/deltafs/delta/action"
 
@@ -11,7 +11,7 @@ type actionCols interface {
 	// set reports whether the row holds this action.
 	set(rr *pqRowReader) bool
 	// decode fills the action's field of a from the row.
-	decode(rr *pqRowReader, a *Action)
+	decode(rr *pqRowReader, a *action.Action)
 }
 
 // checkpointColumns returns the decoders of the action columns in the order
@@ -45,11 +45,11 @@ func newDVCols(s pqResolver) dvCols {
 	}
 }
 
-func (c *dvCols) decode(rr *pqRowReader) *DeletionVector {
+func (c *dvCols) decode(rr *pqRowReader) *action.DeletionVector {
 	if !c.g.set(rr) {
 		return nil
 	}
-	return &DeletionVector{
+	return &action.DeletionVector{
 		StorageType:    rr.internStr(c.storageType),
 		PathOrInlineDV: rr.str(c.path),
 		Offset:         rr.optI32(c.offset),
@@ -89,8 +89,8 @@ func newAddCols(s pqResolver) *addCols {
 
 func (c *addCols) set(rr *pqRowReader) bool { return c.g.set(rr) }
 
-func (c *addCols) decode(rr *pqRowReader, a *Action) {
-	add := &Add{
+func (c *addCols) decode(rr *pqRowReader, a *action.Action) {
+	add := &action.Add{
 		Path:                    rr.str(c.path),
 		PartitionValues:         rr.ptrMap(&c.partitionValues),
 		Size:                    rr.i64(c.size),
@@ -147,8 +147,8 @@ func newRemoveCols(s pqResolver) *removeCols {
 
 func (c *removeCols) set(rr *pqRowReader) bool { return c.g.set(rr) }
 
-func (c *removeCols) decode(rr *pqRowReader, a *Action) {
-	a.Remove = &Remove{
+func (c *removeCols) decode(rr *pqRowReader, a *action.Action) {
+	a.Remove = &action.Remove{
 		Path:                    rr.str(c.path),
 		DeletionTimestamp:       rr.optI64(c.deletionTimestamp),
 		DataChange:              rr.boolean(c.dataChange),
@@ -188,12 +188,12 @@ func newMetadataCols(s pqResolver) *metadataCols {
 
 func (c *metadataCols) set(rr *pqRowReader) bool { return c.g.set(rr) }
 
-func (c *metadataCols) decode(rr *pqRowReader, a *Action) {
-	a.MetaData = &Metadata{
+func (c *metadataCols) decode(rr *pqRowReader, a *action.Action) {
+	a.MetaData = &action.Metadata{
 		ID:               rr.str(c.id),
 		Name:             rr.str(c.name),
 		Description:      rr.str(c.description),
-		Format:           Format{Provider: rr.str(c.provider), Options: rr.strMap(&c.options)},
+		Format:           action.Format{Provider: rr.str(c.provider), Options: rr.strMap(&c.options)},
 		SchemaString:     rr.str(c.schemaString),
 		PartitionColumns: rr.list(&c.partitionColumns),
 		CreatedTime:      rr.optI64(c.createdTime),
@@ -219,8 +219,8 @@ func newProtocolCols(s pqResolver) *protocolCols {
 
 func (c *protocolCols) set(rr *pqRowReader) bool { return c.g.set(rr) }
 
-func (c *protocolCols) decode(rr *pqRowReader, a *Action) {
-	a.Protocol = &Protocol{
+func (c *protocolCols) decode(rr *pqRowReader, a *action.Action) {
+	a.Protocol = &action.Protocol{
 		MinReaderVersion: int(rr.i32(c.minReader)),
 		MinWriterVersion: int(rr.i32(c.minWriter)),
 		ReaderFeatures:   rr.list(&c.readerFeatures),
@@ -244,8 +244,8 @@ func newTxnCols(s pqResolver) *txnCols {
 
 func (c *txnCols) set(rr *pqRowReader) bool { return c.g.set(rr) }
 
-func (c *txnCols) decode(rr *pqRowReader, a *Action) {
-	a.Txn = &Txn{AppID: rr.str(c.appID), Version: rr.i64(c.version), LastUpdated: rr.optI64(c.lastUpdate)}
+func (c *txnCols) decode(rr *pqRowReader, a *action.Action) {
+	a.Txn = &action.Txn{AppID: rr.str(c.appID), Version: rr.i64(c.version), LastUpdated: rr.optI64(c.lastUpdate)}
 }
 
 type domainCols struct {
@@ -264,8 +264,8 @@ func newDomainCols(s pqResolver) *domainCols {
 
 func (c *domainCols) set(rr *pqRowReader) bool { return c.g.set(rr) }
 
-func (c *domainCols) decode(rr *pqRowReader, a *Action) {
-	a.DomainMetadata = &DomainMetadata{
+func (c *domainCols) decode(rr *pqRowReader, a *action.Action) {
+	a.DomainMetadata = &action.DomainMetadata{
 		Domain:        rr.str(c.domain),
 		Configuration: rr.str(c.configuration),
 		Removed:       rr.boolean(c.removed),
@@ -284,8 +284,8 @@ func newCheckpointMetaCols(s pqResolver) *checkpointMetaCols {
 
 func (c *checkpointMetaCols) set(rr *pqRowReader) bool { return c.g.set(rr) }
 
-func (c *checkpointMetaCols) decode(rr *pqRowReader, a *Action) {
-	a.CheckpointMetadata = &CheckpointMetadata{Version: rr.i64(c.version), Tags: rr.strMap(&c.tags)}
+func (c *checkpointMetaCols) decode(rr *pqRowReader, a *action.Action) {
+	a.CheckpointMetadata = &action.CheckpointMetadata{Version: rr.i64(c.version), Tags: rr.strMap(&c.tags)}
 }
 
 type sidecarCols struct {
@@ -306,8 +306,8 @@ func newSidecarCols(s pqResolver) *sidecarCols {
 
 func (c *sidecarCols) set(rr *pqRowReader) bool { return c.g.set(rr) }
 
-func (c *sidecarCols) decode(rr *pqRowReader, a *Action) {
-	a.Sidecar = &Sidecar{
+func (c *sidecarCols) decode(rr *pqRowReader, a *action.Action) {
+	a.Sidecar = &action.Sidecar{
 		Path:             rr.str(c.path),
 		SizeInBytes:      rr.i64(c.sizeInBytes),
 		ModificationTime: rr.i64(c.modTime),

@@ -1,4 +1,4 @@
-package delta
+package checkpoint
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltafs/deltafs/delta/action"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -23,7 +24,7 @@ const (
 )
 
 // checkpointStatsForm reads the two properties.
-func checkpointStatsForm(m *Metadata) (asJSON, asStruct bool) {
+func checkpointStatsForm(m *action.Metadata) (asJSON, asStruct bool) {
 	asJSON = !strings.EqualFold(strings.TrimSpace(m.Configuration[configStatsAsJSON]), "false")
 	asStruct = strings.EqualFold(strings.TrimSpace(m.Configuration[configStatsAsStruct]), "true")
 	return asJSON, asStruct
@@ -43,8 +44,8 @@ type parsedField struct {
 // parsedLeafType gives the Go type and parquet tag options of a Delta
 // primitive in a typed stats or partition column, nil when it has none
 // (binary, boolean bounds, variant, decimals over 18 digits).
-func parsedLeafType(t DataType, bounds bool) (reflect.Type, string, func(reflect.Value, any) bool) {
-	if d, ok := t.(DecimalType); ok {
+func parsedLeafType(t action.DataType, bounds bool) (reflect.Type, string, func(reflect.Value, any) bool) {
+	if d, ok := t.(action.DecimalType); ok {
 		if d.Precision > 18 {
 			return nil, "", nil
 		}
@@ -70,7 +71,7 @@ func parsedLeafType(t DataType, bounds bool) (reflect.Type, string, func(reflect
 		}
 		return reflect.TypeFor[*int64](), tag, set
 	}
-	p, ok := t.(PrimitiveType)
+	p, ok := t.(action.PrimitiveType)
 	if !ok {
 		return nil, "", nil
 	}
@@ -167,7 +168,7 @@ func tagSafe(name string) bool { return name != "" && !strings.ContainsAny(name,
 
 // boundFields builds the typed fields mirroring st for minValues/maxValues
 // (bounds) or nullCount (counts: every leaf a long), by physical name.
-func boundFields(st *StructType, mode ColumnMappingMode, bounds bool) []parsedField {
+func boundFields(st *action.StructType, mode action.ColumnMappingMode, bounds bool) []parsedField {
 	var out []parsedField
 	for _, f := range st.Fields {
 		name := f.PhysicalName(mode)
@@ -175,7 +176,7 @@ func boundFields(st *StructType, mode ColumnMappingMode, bounds bool) []parsedFi
 			continue
 		}
 		goName := "F" + strconv.Itoa(len(out))
-		if inner, ok := f.Type.(*StructType); ok {
+		if inner, ok := f.Type.(*action.StructType); ok {
 			kids := boundFields(inner, mode, bounds)
 			if len(kids) == 0 {
 				continue
@@ -243,7 +244,7 @@ type parsedLayout struct {
 }
 
 // newParsedLayout builds the columns for the snapshot's schema.
-func newParsedLayout(m *Metadata) (*parsedLayout, error) {
+func newParsedLayout(m *action.Metadata) (*parsedLayout, error) {
 	schema, err := m.Schema()
 	if err != nil {
 		return nil, err
@@ -265,7 +266,7 @@ func newParsedLayout(m *Metadata) (*parsedLayout, error) {
 		partFields = append(partFields, parsedField{name: name, set: set, sf: reflect.StructField{
 			Name: "F" + strconv.Itoa(len(partFields)), Type: typ, Tag: reflect.StructTag(`parquet:"` + name + `,optional` + opts + `"`)}})
 	}
-	data := &StructType{}
+	data := &action.StructType{}
 	for _, f := range schema.Fields {
 		if !isPart[strings.ToLower(f.Name)] {
 			data.Fields = append(data.Fields, f)
@@ -336,11 +337,11 @@ func (l *parsedLayout) fillAdd(dst reflect.Value, a *cpwAdd) {
 	}
 }
 
-// writeCheckpointParsed writes snap's checkpoint with the typed columns in
+// writeCheckpointParsed writes st's checkpoint with the typed columns in
 // each add (writeStatsAsStruct), the row type built for the table; the
 // JSON stats are kept only when asJSON. v2 adds the checkpointMetadata
 // row of a V2-spec checkpoint first.
-func writeCheckpointParsed(w io.Writer, snap *Snapshot, l *parsedLayout, asJSON, v2 bool) (int64, error) {
+func writeCheckpointParsed(w io.Writer, st *State, l *parsedLayout, asJSON, v2 bool) (int64, error) {
 	addT := l.addType(asJSON)
 	base := reflect.TypeFor[cpwRow]()
 	var sfs []reflect.StructField
@@ -359,11 +360,11 @@ func writeCheckpointParsed(w io.Writer, snap *Snapshot, l *parsedLayout, asJSON,
 	}
 	rowT := reflect.StructOf(sfs)
 	schema := parquet.NewSchema("spark_schema", parquet.SchemaOf(reflect.New(rowT).Interface()))
-	opts, err := checkpointWriterOptions(snap.Metadata())
+	opts, err := writerOptions(st.Metadata)
 	if err != nil {
 		return 0, err
 	}
-	pw := parquet.NewWriter(w, append(opts, schema, parquet.MaxRowsPerRowGroup(checkpointRowGroupRows))...)
+	pw := parquet.NewWriter(w, append(opts, schema, parquet.MaxRowsPerRowGroup(RowGroupRows))...)
 	total := int64(0)
 	write := func(r cpwRow, cm *cpwCheckpointMetadata) error {
 		row := reflect.New(rowT).Elem()
@@ -391,11 +392,11 @@ func writeCheckpointParsed(w io.Writer, snap *Snapshot, l *parsedLayout, asJSON,
 		return pw.Write(row.Addr().Interface())
 	}
 	if v2 {
-		v := snap.Version()
+		v := st.Version
 		err = write(cpwRow{}, &cpwCheckpointMetadata{Version: &v})
 	}
 	if err == nil {
-		err = checkpointRows(snap, func(r cpwRow) error { return write(r, nil) })
+		err = checkpointRows(st, func(r cpwRow) error { return write(r, nil) })
 	}
 	if cerr := pw.Close(); err == nil {
 		err = cerr

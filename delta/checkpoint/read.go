@@ -1,24 +1,32 @@
-package delta
+// Package checkpoint is the codec of Delta checkpoint files [PROTOCOL.md
+// "Checkpoints"]: it decodes the action rows of a Parquet checkpoint part
+// or sidecar (ReadActions), typed stats_parsed and partitionValues_parsed
+// columns included, and encodes a table state as a checkpoint (Encode) in
+// the layout Spark writes. It does no I/O of its own and knows nothing of
+// logs, listings or snapshots: it imports only the action types (and
+// deltafs's Parquet checks, pqfile). The delta package finds, reads and
+// stores the files.
+package checkpoint
 
 import (
-	"github.com/deltafs/deltafs/pqfile"
-
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 
+	"github.com/deltafs/deltafs/delta/action"
+	"github.com/deltafs/deltafs/pqfile"
 	"github.com/parquet-go/parquet-go"
 )
 
-// ReadParquetActions decodes every action row of a checkpoint (classic, one
+// ReadActions decodes every action row of a checkpoint (classic, one
 // part of a multi-part, a UUID-named V2 .parquet checkpoint) or a sidecar
 // file, calling fn for each row's action in file order.
 //
 // Columns are located by path in the file's schema: missing columns read as
 // null, unknown ones are ignored, and both the standard and the legacy
 // Parquet LIST/MAP layouts are accepted. The actions come out as
-// ParseActions would decode the same actions from JSON (an empty map or list
+// action.Parse would decode the same actions from JSON (an empty map or list
 // is non-nil, a null one nil), except that Add.NumRecordsParsed is taken from
 // add.stats_parsed.numRecords when the stats JSON does not carry numRecords.
 // Rows holding none of the known actions (commitInfo, cdc, ...) are skipped;
@@ -31,19 +39,19 @@ import (
 //
 // A file that cannot be decoded (bad magic or footer, truncated, bad pages,
 // wrong column types, an action missing required fields) gives an error
-// wrapping ErrCorruptLog that names the row group and row where known; the
+// wrapping action.ErrCorruptLog that names the row group and row where known; the
 // reader never panics on bad input. An error returned by r is returned
 // wrapped as is (not as ErrCorruptLog), and so is an error returned by fn.
-func ReadParquetActions(r io.ReaderAt, size int64, fn func(*Action) error) (err error) {
+func ReadActions(r io.ReaderAt, size int64, fn func(*action.Action) error) (err error) {
 	if size < pqMinFileSize {
-		return fmt.Errorf("%w: checkpoint parquet of %d bytes is too short", ErrCorruptLog, size)
+		return fmt.Errorf("%w: checkpoint parquet of %d bytes is too short", action.ErrCorruptLog, size)
 	}
 	src := &errorTrackingReaderAt{r: r, size: size}
 	if err := pqfile.CheckFooter(src, size); err != nil {
 		if rerr := src.firstError(); rerr != nil {
 			return fmt.Errorf("read checkpoint: %w", rerr)
 		}
-		return fmt.Errorf("%w: checkpoint: %w", ErrCorruptLog, err)
+		return fmt.Errorf("%w: checkpoint: %w", action.ErrCorruptLog, err)
 	}
 	cr := &pqCheckpointReader{fn: fn}
 	defer func() {
@@ -51,7 +59,7 @@ func ReadParquetActions(r io.ReaderAt, size int64, fn func(*Action) error) (err 
 			if cr.inCallback {
 				panic(p) // the caller's bug, not a corrupt file
 			}
-			err = fmt.Errorf("%w: parquet decoder panic: %v", ErrCorruptLog, p)
+			err = fmt.Errorf("%w: parquet decoder panic: %v", action.ErrCorruptLog, p)
 		}
 		cr.close()
 		if rerr := src.firstError(); rerr != nil && err != nil && !cr.callbackErr {
@@ -62,13 +70,13 @@ func ReadParquetActions(r io.ReaderAt, size int64, fn func(*Action) error) (err 
 		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true),
 		parquet.ReadBufferSize(checkpointReadBuffer))
 	if err != nil {
-		return fmt.Errorf("%w: open checkpoint parquet: %w", ErrCorruptLog, err)
+		return fmt.Errorf("%w: open checkpoint parquet: %w", action.ErrCorruptLog, err)
 	}
 	if err := pqfile.CheckPages(src, size, f); err != nil {
 		if rerr := src.firstError(); rerr != nil {
 			return fmt.Errorf("read checkpoint: %w", rerr)
 		}
-		return fmt.Errorf("%w: checkpoint: %w", ErrCorruptLog, err)
+		return fmt.Errorf("%w: checkpoint: %w", action.ErrCorruptLog, err)
 	}
 	return cr.read(f)
 }
@@ -83,7 +91,7 @@ const checkpointReadBuffer = 64 << 10
 
 // pqCheckpointReader holds the decoding state of one file.
 type pqCheckpointReader struct {
-	fn          func(*Action) error
+	fn          func(*action.Action) error
 	actions     []actionCols
 	leaves      map[string]*pqLeaf
 	rr          pqRowReader
@@ -107,7 +115,7 @@ func (cr *pqCheckpointReader) read(f *parquet.File) error {
 func (cr *pqCheckpointReader) readRowGroup(g int, rg parquet.RowGroup) error {
 	if len(rg.ColumnChunks()) != len(rg.Schema().Columns()) {
 		return fmt.Errorf("%w: row group %d: %d column chunks for %d columns",
-			ErrCorruptLog, g, len(rg.ColumnChunks()), len(rg.Schema().Columns()))
+			action.ErrCorruptLog, g, len(rg.ColumnChunks()), len(rg.Schema().Columns()))
 	}
 	for _, l := range cr.leaves {
 		l.reset(rg)
@@ -116,7 +124,7 @@ func (cr *pqCheckpointReader) readRowGroup(g int, rg parquet.RowGroup) error {
 	for row := int64(0); row < n; row++ {
 		a, err := cr.decodeRow(row)
 		if err != nil {
-			return fmt.Errorf("%w: row group %d, row %d: %w", ErrCorruptLog, g, row, err)
+			return fmt.Errorf("%w: row group %d, row %d: %w", action.ErrCorruptLog, g, row, err)
 		}
 		if a == nil {
 			continue
@@ -129,12 +137,12 @@ func (cr *pqCheckpointReader) readRowGroup(g int, rg parquet.RowGroup) error {
 }
 
 // decodeRow returns the row's action, nil when it holds no known action.
-func (cr *pqCheckpointReader) decodeRow(row int64) (*Action, error) {
+func (cr *pqCheckpointReader) decodeRow(row int64) (*action.Action, error) {
 	rr := &cr.rr
 	rr.row, rr.err = row, nil
 	for _, c := range cr.actions {
 		if c.set(rr) {
-			a := new(Action)
+			a := new(action.Action)
 			c.decode(rr, a)
 			if rr.err != nil {
 				return nil, rr.err
@@ -145,7 +153,7 @@ func (cr *pqCheckpointReader) decodeRow(row int64) (*Action, error) {
 	return nil, rr.err
 }
 
-func (cr *pqCheckpointReader) call(a *Action) error {
+func (cr *pqCheckpointReader) call(a *action.Action) error {
 	cr.inCallback = true
 	err := cr.fn(a)
 	cr.inCallback = false

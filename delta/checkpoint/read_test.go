@@ -1,4 +1,4 @@
-package delta
+package checkpoint
 
 import (
 	"bytes"
@@ -76,14 +76,14 @@ func fixtureCheckpointFiles(t *testing.T) (string, []ckFile) {
 	return root, files
 }
 
-func readParquetFile(t *testing.T, path string) ([]*Action, error) {
+func readParquetFile(t *testing.T, path string) ([]*action.Action, error) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var acts []*Action
-	err = ReadParquetActions(bytes.NewReader(data), int64(len(data)), func(a *Action) error {
+	var acts []*action.Action
+	err = ReadActions(bytes.NewReader(data), int64(len(data)), func(a *action.Action) error {
 		acts = append(acts, a)
 		return nil
 	})
@@ -114,17 +114,17 @@ func TestReadParquetActionsFixtures(t *testing.T) {
 
 // ckActions is what one checkpoint (all its parts and sidecars) holds.
 type ckActions struct {
-	adds                 map[string]*Add
+	adds                 map[string]*action.Add
 	protocols, metadatas int
-	cpMeta               []*CheckpointMetadata
+	cpMeta               []*action.CheckpointMetadata
 	sidecars, parts      int
 }
 
 func readWholeCheckpoint(t *testing.T, root string, parts []ckFile) *ckActions {
 	t.Helper()
-	c := &ckActions{adds: make(map[string]*Add)}
-	var sidecars []*Sidecar
-	collect := func(acts []*Action) {
+	c := &ckActions{adds: make(map[string]*action.Add)}
+	var sidecars []*action.Sidecar
+	collect := func(acts []*action.Action) {
 		for _, a := range acts {
 			switch {
 			case a.Add != nil:
@@ -185,14 +185,14 @@ func lastCheckpointAdds(t *testing.T, table string, v int64) (int, bool) {
 
 // replayCommits applies commits 0..v with ParseActions; ok is false when a
 // commit is missing.
-func replayCommits(t *testing.T, table string, v int64) (map[string]*Add, bool) {
-	files := make(map[string]*Add)
+func replayCommits(t *testing.T, table string, v int64) (map[string]*action.Add, bool) {
+	files := make(map[string]*action.Add)
 	for i := int64(0); i <= v; i++ {
 		data, err := os.ReadFile(filepath.Join(table, "_delta_log", fmt.Sprintf("%020d.json", i)))
 		if err != nil {
 			return nil, false
 		}
-		err = action.Parse(data, func(a *Action) error {
+		err = action.Parse(data, func(a *action.Action) error {
 			if a.Add != nil {
 				files[a.Add.Key()] = a.Add
 			} else if a.Remove != nil {
@@ -388,7 +388,7 @@ func realCheckpoint(t *testing.T) []byte {
 
 func countActions(data []byte) (int, error) {
 	n := 0
-	err := ReadParquetActions(bytes.NewReader(data), int64(len(data)), func(*Action) error { n++; return nil })
+	err := ReadActions(bytes.NewReader(data), int64(len(data)), func(*action.Action) error { n++; return nil })
 	return n, err
 }
 
@@ -409,15 +409,15 @@ func TestReadParquetActionsCorrupt(t *testing.T) {
 		"bad footer":     badFooter,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := countActions(data); !errors.Is(err, ErrCorruptLog) {
-				t.Fatalf("err = %v, want ErrCorruptLog", err)
+			if _, err := countActions(data); !errors.Is(err, action.ErrCorruptLog) {
+				t.Fatalf("err = %v, want action.ErrCorruptLog", err)
 			}
 		})
 	}
 }
 
 // Damaged pages must give an error or wrong-but-decodable values, never a
-// panic; every error must wrap ErrCorruptLog.
+// panic; every error must wrap action.ErrCorruptLog.
 func TestReadParquetActionsDamagedBytes(t *testing.T) {
 	good := realCheckpoint(t)
 	failed := 0
@@ -427,8 +427,8 @@ func TestReadParquetActionsDamagedBytes(t *testing.T) {
 			data[off] ^= x
 			if _, err := countActions(data); err != nil {
 				failed++
-				if !errors.Is(err, ErrCorruptLog) {
-					t.Fatalf("flip at %d: err = %v, want ErrCorruptLog", off, err)
+				if !errors.Is(err, action.ErrCorruptLog) {
+					t.Fatalf("flip at %d: err = %v, want action.ErrCorruptLog", off, err)
 				}
 			}
 		}
@@ -455,19 +455,19 @@ func TestReadParquetActionsReaderAndCallbackErrors(t *testing.T) {
 	good := realCheckpoint(t)
 	errStorage := errors.New("storage unavailable")
 	r := &failingReaderAt{r: bytes.NewReader(good), limit: int64(len(good)) - 100, err: errStorage}
-	err := ReadParquetActions(r, int64(len(good)), func(*Action) error { return nil })
-	if !errors.Is(err, errStorage) || errors.Is(err, ErrCorruptLog) {
-		t.Errorf("reader failure: err = %v, want the storage error and not ErrCorruptLog", err)
+	err := ReadActions(r, int64(len(good)), func(*action.Action) error { return nil })
+	if !errors.Is(err, errStorage) || errors.Is(err, action.ErrCorruptLog) {
+		t.Errorf("reader failure: err = %v, want the storage error and not action.ErrCorruptLog", err)
 	}
 	r = &failingReaderAt{r: bytes.NewReader(good), limit: int64(len(good)) / 2, err: errStorage}
-	err = ReadParquetActions(r, int64(len(good)), func(*Action) error { return nil })
-	if !errors.Is(err, errStorage) || errors.Is(err, ErrCorruptLog) {
-		t.Errorf("reader failure in pages: err = %v, want the storage error and not ErrCorruptLog", err)
+	err = ReadActions(r, int64(len(good)), func(*action.Action) error { return nil })
+	if !errors.Is(err, errStorage) || errors.Is(err, action.ErrCorruptLog) {
+		t.Errorf("reader failure in pages: err = %v, want the storage error and not action.ErrCorruptLog", err)
 	}
 
 	errStop := errors.New("stop")
 	calls := 0
-	err = ReadParquetActions(bytes.NewReader(good), int64(len(good)), func(*Action) error { calls++; return errStop })
+	err = ReadActions(bytes.NewReader(good), int64(len(good)), func(*action.Action) error { calls++; return errStop })
 	if !errors.Is(err, errStop) || calls != 1 {
 		t.Errorf("callback error: err = %v after %d calls, want errStop after 1", err, calls)
 	}
@@ -477,7 +477,7 @@ func TestReadParquetActionsReaderAndCallbackErrors(t *testing.T) {
 			t.Errorf("recovered %v, want the callback's panic to propagate", p)
 		}
 	}()
-	_ = ReadParquetActions(bytes.NewReader(good), int64(len(good)), func(*Action) error { panic("callback bug") })
+	_ = ReadActions(bytes.NewReader(good), int64(len(good)), func(*action.Action) error { panic("callback bug") })
 	t.Error("the callback's panic was swallowed")
 }
 
@@ -558,11 +558,11 @@ func TestReadParquetActionsMatchesJSON(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var want, got []*Action
-	if err := action.Parse([]byte(ndjson), func(a *Action) error { want = append(want, a); return nil }); err != nil {
+	var want, got []*action.Action
+	if err := action.Parse([]byte(ndjson), func(a *action.Action) error { want = append(want, a); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	err := ReadParquetActions(bytes.NewReader(buf.Bytes()), int64(buf.Len()), func(a *Action) error {
+	err := ReadActions(bytes.NewReader(buf.Bytes()), int64(buf.Len()), func(a *action.Action) error {
 		got = append(got, a)
 		return nil
 	})
