@@ -47,12 +47,12 @@ func TestBadCheckpointRetriedAfterTTL(t *testing.T) {
 		"00000000000000000001.checkpoint.parquet", "00000000000000000002.json",
 	})
 	tbl.bad.mark(1)
-	seg, err := l.segment(2, tbl.bad.live())
+	seg, err := (&segmentPlanner{bad: tbl.bad.live()}).segment(2, l)
 	if err != nil || seg.CheckpointVersion != -1 || len(seg.Commits) != 3 {
 		t.Fatalf("with checkpoint 1 marked bad: %+v, %v; want commits 0..2 and no checkpoint", seg, err)
 	}
 	now = now.Add(badCheckpointTTL)
-	seg, err = l.segment(2, tbl.bad.live())
+	seg, err = (&segmentPlanner{bad: tbl.bad.live()}).segment(2, l)
 	if err != nil || seg.CheckpointVersion != 1 || len(seg.Commits) != 1 {
 		t.Fatalf("after the TTL: %+v, %v; want checkpoint 1 and commit 2", seg, err)
 	}

@@ -53,11 +53,8 @@ func TestSnapshotBuildSurvivesInterruptedLeader(t *testing.T) {
 		s, err := tbl.Snapshot(context.Background(), 1)
 		waiter <- result{s, err}
 	}()
-	for joined := false; !joined; time.Sleep(time.Millisecond) {
-		tbl.mu.Lock()
-		f := tbl.flights[1]
-		joined = f != nil && f.waiters == 1
-		tbl.mu.Unlock()
+	for tbl.flights.waiters(1) != 1 {
+		time.Sleep(time.Millisecond)
 	}
 
 	cancel() // the leader's reader is interrupted

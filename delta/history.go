@@ -157,10 +157,7 @@ func (t *Table) HistorySize(ctx context.Context, from, to int64) (int64, error) 
 
 // knownLine returns the history line length of version v, if known.
 func (t *Table) knownLine(v int64) (int32, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n, ok := t.lines[v]
-	return n, ok
+	return t.lines.get(v)
 }
 
 // noteLine keeps the history line length of commit f, whose commitInfo
@@ -177,12 +174,7 @@ func (t *Table) noteLine(f LogFile, raw json.RawMessage) {
 		return
 	}
 	n := int32(len(s.AppendLine(nil)))
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.lines) >= maxICTs {
-		clear(t.lines)
-	}
-	t.lines[f.Version] = n
+	t.lines.put(f.Version, n)
 }
 
 // readCommitInfo reads commit f keeping only its commitInfo action, the

@@ -48,7 +48,7 @@ func (s *Snapshot) Memo(build func() (v any, bytes int64, err error)) (any, erro
 		var n int64
 		s.memo, n, s.memoErr = build()
 		if s.memoErr == nil && n > 0 {
-			s.table.charge(s, n)
+			s.table.states.charge(s, n)
 		}
 	})
 	return s.memo, s.memoErr

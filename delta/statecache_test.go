@@ -42,18 +42,18 @@ func TestStateCacheEvictsAndRebuildsIdentical(t *testing.T) {
 	}
 	// Only the last checkpoint exists (2499): 1234 was replayed from
 	// version 0, keeping a state at 999.
-	if _, k, ok := tbl.nearestState(0, 1233); !ok || k.version != 999 {
+	if _, k, ok := tbl.states.nearest(0, 1233); !ok || k.version != 999 {
 		t.Errorf("no intermediate state at 999 after replaying 0..1234 (nearest %+v, %v)", k, ok)
 	}
 	for v := int64(1300); v < 2500; v += 25 {
 		if _, err := tbl.Snapshot(ctx, v); err != nil {
 			t.Fatal(err)
 		}
-		if used, _ := tbl.states.Usage(); used > budget+budget/2 {
+		if used, _ := tbl.states.lru.Usage(); used > budget+budget/2 {
 			t.Fatalf("after @v%d the cache holds %d bytes, budget %d", v, used, budget)
 		}
 	}
-	if _, ok := tbl.cachedSnapshot(1234); ok {
+	if _, ok := tbl.states.snapshot(1234); ok {
 		t.Fatal("@v1234 still cached after touching 48 larger versions with a 2 MiB budget")
 	}
 	again, err := tbl.Snapshot(ctx, 1234)
@@ -181,7 +181,7 @@ func BenchmarkSegmentFarFromCheckpoint(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if seg, err := l.segment(10000, nil); err != nil || seg.CheckpointVersion != -1 || len(seg.Commits) != 10001 {
+		if seg, err := (&segmentPlanner{}).segment(10000, l); err != nil || seg.CheckpointVersion != -1 || len(seg.Commits) != 10001 {
 			b.Fatal(err)
 		}
 	}

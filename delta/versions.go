@@ -301,10 +301,7 @@ func (s *Snapshot) segmentCommit(v int64) (LogFile, bool) {
 // ictKnown reports whether version v's in-commit timestamp is in memory:
 // read before, or in a parsed commit.
 func (t *Table) ictKnown(v int64) bool {
-	t.mu.Lock()
-	_, ok := t.icts[v]
-	t.mu.Unlock()
-	if ok {
+	if _, ok := t.icts.get(v); ok {
 		return true
 	}
 	// A commit parsed already (a snapshot's segment) has it in memory.
@@ -314,28 +311,16 @@ func (t *Table) ictKnown(v int64) bool {
 
 // ictOf returns the in-commit timestamp of a commit, read once.
 func (t *Table) ictOf(ctx context.Context, f LogFile) (int64, error) {
-	t.mu.Lock()
-	ms, ok := t.icts[f.Version]
-	t.mu.Unlock()
-	if ok {
+	if ms, ok := t.icts.get(f.Version); ok {
 		return ms, nil
 	}
 	ms, err := t.commitICT(ctx, f)
 	if err != nil {
 		return 0, err
 	}
-	t.mu.Lock()
-	if len(t.icts) >= maxICTs {
-		clear(t.icts)
-	}
-	t.icts[f.Version] = ms
-	t.mu.Unlock()
+	t.icts.put(f.Version, ms)
 	return ms, nil
 }
-
-// maxICTs bounds the in-commit timestamps kept (16 bytes and map overhead
-// each): beyond it the map starts over.
-const maxICTs = 1 << 20
 
 // fullListing returns a listing of the whole log, refreshed: the part
 // after the newest known commit is listed again and merged.

@@ -1,29 +1,18 @@
 package delta
 
+// A listing of _delta_log, classified: commits by version (a commitIndex),
+// checkpoint files by version, how far it reaches. Made with the fewest
+// requests the store allows (by name on a local store, ranges in parallel
+// on one that lists ranges); the planner (planner.go) chooses segments
+// from it.
+
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
-	"slices"
 	"sort"
 	"sync"
 )
-
-// LogSegment is what a snapshot of one version is built from: the newest
-// complete checkpoint at or before Version (if any) and the commits after
-// it. Invariants: Commits are exactly versions CheckpointVersion+1 ..
-// Version in order (0 .. Version when there is no checkpoint); Checkpoint
-// holds every part of one checkpoint, or is empty with CheckpointVersion -1.
-type LogSegment struct {
-	Version           int64
-	CheckpointVersion int64
-	Checkpoint        []LogFile
-	Commits           []LogFile
-	// CheckpointCommit is the commit file of the checkpoint's version when
-	// the listing had it (zero otherwise): its time and commitInfo.
-	CheckpointCommit LogFile
-}
 
 // logListing is a sorted, classified listing of _delta_log from some version
 // on. Junk is dropped.
@@ -269,69 +258,3 @@ func (l *logListing) completeCheckpoint(v int64) []LogFile {
 	}
 	return classic
 }
-
-// segment builds the log segment for version v from the listing, skipping
-// the checkpoints in bad (versions whose checkpoint could not be read).
-// It fails with ErrVersionNotFound when v is beyond the listing or cannot
-// be reconstructed from it, and with ErrCorruptLog on a gap.
-func (l *logListing) segment(v int64, bad map[int64]bool) (*LogSegment, error) {
-	if v > l.latestVersion() {
-		return nil, &VersionNotFoundError{Version: v, Latest: l.latestVersion()}
-	}
-	seg := &LogSegment{Version: v, CheckpointVersion: -1}
-	// The newest complete checkpoint at or before v that is not marked
-	// bad, found by whichever is shorter: walking the versions down from v
-	// (a table checkpointing every few commits) or the listing's
-	// checkpoint versions (a long log with few checkpoints). Versions
-	// without checkpoint files cost a map lookup, never an allocation.
-	try := func(cv int64) bool {
-		if bad[cv] || len(l.checkpt[cv]) == 0 {
-			return false
-		}
-		if cp := l.completeCheckpoint(cv); len(cp) > 0 {
-			seg.CheckpointVersion, seg.Checkpoint = cv, cp
-			seg.CheckpointCommit, _ = l.commits.get(cv)
-			return true
-		}
-		return false
-	}
-	if int64(len(l.checkpt)) < v-l.from+1 {
-		cvs := make([]int64, 0, len(l.checkpt))
-		for cv := range l.checkpt {
-			if cv <= v && cv >= l.from {
-				cvs = append(cvs, cv)
-			}
-		}
-		slices.Sort(cvs)
-		for i := len(cvs) - 1; i >= 0; i-- {
-			if try(cvs[i]) {
-				break
-			}
-		}
-	} else {
-		for cv := v; cv >= l.from; cv-- {
-			if try(cv) {
-				break
-			}
-		}
-	}
-	start := seg.CheckpointVersion + 1
-	if seg.CheckpointVersion < 0 && l.from > 0 {
-		return nil, errNeedEarlier
-	}
-	for c := start; c <= v; c++ {
-		f, ok := l.commits.get(c)
-		if !ok {
-			if seg.CheckpointVersion < 0 && l.commits.len() > 0 && c == 0 {
-				return nil, &VersionNotFoundError{Version: v, Latest: l.latestVersion(), Reason: "commit 0 is missing and no checkpoint precedes it (log cleaned up?)"}
-			}
-			return nil, corruptf("version %d: commit %d is missing (the commits after checkpoint %d are not contiguous)", v, c, seg.CheckpointVersion)
-		}
-		seg.Commits = append(seg.Commits, f)
-	}
-	return seg, nil
-}
-
-// errNeedEarlier says the listing starts too late to hold a checkpoint for
-// the requested version: list from an earlier version.
-var errNeedEarlier = fmt.Errorf("listing starts after the version's checkpoint")
