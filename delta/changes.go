@@ -1,5 +1,10 @@
 package delta
 
+// The change data feed [PROTOCOL.md "Change Data Files"]: the change
+// files of a version range (cdc files, or adds and removes of commits
+// that wrote none), with the deletion-vector pairs that say which rows of
+// a file changed (Changes, Rows).
+
 import (
 	"context"
 	"encoding/json"

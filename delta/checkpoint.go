@@ -1,5 +1,9 @@
 package delta
 
+// Reading a checkpoint into a table state: its parts (Parquet through the
+// checkpoint codec, or JSON) and the sidecars a V2 checkpoint names, with
+// the storage I/O the codec does not do.
+
 import (
 	"bytes"
 	"context"

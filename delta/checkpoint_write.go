@@ -1,5 +1,8 @@
 package delta
 
+// Writing a checkpoint: the snapshot's state encoded by the checkpoint
+// codec and streamed to one Put, then _last_checkpoint moved forward.
+
 import (
 	"bytes"
 	"context"

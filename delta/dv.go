@@ -1,5 +1,10 @@
 package delta
 
+// Deletion vectors [PROTOCOL.md "Deletion Vector Format"]: the
+// descriptor's location (DVRelativeKey), inline vectors, the RoaringBitmap
+// serializations, DV files and their records, and loading one through a
+// Storage (LoadDeletionVector).
+
 import (
 	"bytes"
 	"context"

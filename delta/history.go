@@ -1,5 +1,9 @@
 package delta
 
+// The commit history: one CommitSummary per version (operation, time,
+// metrics from commitInfo), read from a commit's first bytes, and the size
+// of its text form known without reading every commit (HistorySize).
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,9 @@
 package delta
 
+// _last_checkpoint [PROTOCOL.md "Last Checkpoint File"]: reading it as a
+// hint (absent, unparsable or failing its checksum: list instead) and its
+// checksum over the canonical form.
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,9 @@
 package delta
 
+// Partition values [PROTOCOL.md "Partition Value Serialization"]: parsing
+// the strings of partitionValues into typed values, formatting typed
+// values back, and the canonical form two spellings of one value share.
+
 import (
 	"errors"
 	"fmt"

@@ -1,5 +1,10 @@
 package delta
 
+// Log replay [PROTOCOL.md "Action Reconciliation"]: a table state (the
+// protocol, metadata, live files, tombstones, txns and domains of one
+// version) and the pure function that applies commits to it; reading and
+// parsing a commit file.
+
 import (
 	"context"
 	"fmt"

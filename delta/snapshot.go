@@ -1,5 +1,9 @@
 package delta
 
+// A Snapshot is one version of a table as built: its state, its commit's
+// time and commitInfo, the segment it came from, and indexes over its
+// files built on first use and charged to the state cache (Memo).
+
 import (
 	"context"
 	"encoding/json"

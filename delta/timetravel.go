@@ -1,5 +1,10 @@
 package delta
 
+// Time travel: the version in force at a time (VersionAt) or the first at
+// or after it (VersionAtOrAfter), by in-commit timestamps where the table
+// has them [PROTOCOL.md "In-Commit Timestamps"], else by commit file times
+// made monotonic.
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,8 @@
 package checkpoint
 
+// Encoding a table state as a checkpoint (Encode): the row layout Spark
+// writes, the V2-spec checkpointMetadata row, row groups of bounded size.
+
 import (
 	"fmt"
 	"io"

@@ -1,5 +1,9 @@
 package checkpoint
 
+// The typed stats_parsed and partitionValues_parsed columns a table asks
+// for with delta.checkpoint.writeStatsAsStruct: a row type built per
+// table schema (column mapping applied) and filled from each add.
+
 import (
 	"bytes"
 	"encoding/json"

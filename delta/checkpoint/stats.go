@@ -1,5 +1,9 @@
 package checkpoint
 
+// Reading stats_parsed back: the typed statistics columns of a
+// checkpoint turned into the JSON stats string an add carries, with the
+// value forms the protocol gives JSON stats (timestamps, decimals).
+
 import (
 	"encoding/binary"
 	"encoding/json"

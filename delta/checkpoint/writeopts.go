@@ -1,5 +1,8 @@
 package checkpoint
 
+// The Parquet writer options of a checkpoint: the compression codec and
+// data page version the table's delta.parquet.* properties ask for.
+
 import (
 	"fmt"
 	"regexp"
