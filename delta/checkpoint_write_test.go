@@ -149,7 +149,7 @@ func cwCompareDV(t *testing.T, want, got *Snapshot, a *Add) {
 	}
 }
 
-// cwCheckLastCheckpoint checks the hint and that ReadParquetActions reads
+// cwCheckLastCheckpoint checks the hint and that checkpoint.ReadActions reads
 // the file back with one row per action of the snapshot.
 func cwCheckLastCheckpoint(t *testing.T, s dirStore, snap *Snapshot) {
 	t.Helper()
@@ -173,7 +173,7 @@ func cwCheckLastCheckpoint(t *testing.T, s dirStore, snap *Snapshot) {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("ReadParquetActions: %v", err)
+		t.Fatalf("checkpoint.ReadActions: %v", err)
 	}
 	rows := counts["add"] + counts["remove"] + counts["metaData"] + counts["protocol"] + counts["txn"] + counts["domainMetadata"] + counts["checkpointMetadata"]
 	if lc.Version != snap.Version() || lc.Size != rows || *lc.SizeInBytes != int64(len(data)) || *lc.NumOfAddFiles != int64(len(snap.Files())) {

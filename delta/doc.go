@@ -8,8 +8,12 @@
 // The package knows nothing of FUSE, caches of data files or staging: it reads
 // and writes objects only through the Storage interface it declares, so it can
 // be used on its own. The read path is a chain of small concepts, one file
-// each: log file names (logname.go), listing and the log segment
-// (segment.go), replay (replay.go), the immutable Snapshot (snapshot.go),
-// deletion vectors (dv.go), time travel (timetravel.go) and history
-// (history.go).
+// each: log file names (logname.go), the listing (listing.go), the segment
+// planner (planner.go), the state cache (statecache.go), the one build of a
+// snapshot (build.go, which reads top to bottom), replay (replay.go), the
+// immutable Snapshot (snapshot.go), the newest version (latest.go),
+// deletion vectors (dv.go), time travel (timetravel.go), history
+// (history.go) and the change feed (changes.go). The actions and schema
+// are package delta/action; the checkpoint codec is package
+// delta/checkpoint.
 package delta

@@ -31,7 +31,7 @@ func TestHugeFooterLengthAllocatesNothing(t *testing.T) {
 	err := checkpoint.ReadActions(bytes.NewReader(file), int64(len(file)), func(*Action) error { return nil })
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, ErrCorruptLog) {
-		t.Errorf("ReadParquetActions: %v, want ErrCorruptLog", err)
+		t.Errorf("checkpoint.ReadActions: %v, want ErrCorruptLog", err)
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 		t.Errorf("refusing a 20-byte file allocated %d bytes", got)
@@ -51,7 +51,7 @@ func TestDeepSchemaCheckpointRefused(t *testing.T) {
 	err := checkpoint.ReadActions(bytes.NewReader(file), int64(len(file)), func(*Action) error { return nil })
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, ErrCorruptLog) || !strings.Contains(err.Error(), "schema nested deeper than 64 levels") {
-		t.Errorf("ReadParquetActions: %v, want ErrCorruptLog naming the depth limit", err)
+		t.Errorf("checkpoint.ReadActions: %v, want ErrCorruptLog naming the depth limit", err)
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
 		t.Errorf("refusing a %d-byte file allocated %d bytes", len(file), got)

@@ -26,7 +26,7 @@ var commitFileRE = regexp.MustCompile(`^\d{20}\.json$`)
 
 // fixtureCommits reads every fixture's JSON commits in version order,
 // grouped by fixture (sorted). Lines that are not valid actions are skipped:
-// some logs are deliberately broken and other tests cover ParseActions.
+// some logs are deliberately broken and other tests cover action.Parse.
 func fixtureCommits(t *testing.T) map[string][]fixtureCommit {
 	t.Helper()
 	base := testenv.Fixtures(t)

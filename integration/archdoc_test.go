@@ -26,7 +26,7 @@ const (
 // archPackages are the packages the picture shows, top layer first.
 var archPackages = []string{
 	"cmd/deltafs", "csi", "mount", "nodes", "writeback", "serve", "blobcache",
-	"delta/blobstore", "delta", "pqfile", "internal/durable", "internal/sample",
+	"delta/blobstore", "delta", "delta/checkpoint", "delta/action", "pqfile", "internal/durable", "internal/sample",
 }
 
 // TestArchitectureDoc checks (or, with -update-docs, rewrites) the

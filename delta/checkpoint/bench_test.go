@@ -168,7 +168,7 @@ func benchCheckpointData(b *testing.B) []byte {
 
 // BenchmarkCheckpointDecodeFloor decodes every row of the benchmark
 // checkpoint with parquet-go's generic row reader into reused buffers: the
-// cost of merely decoding the file, which ReadParquetActions is measured
+// cost of merely decoding the file, which ReadActions is measured
 // against.
 func BenchmarkCheckpointDecodeFloor(b *testing.B) {
 	data := benchCheckpointData(b)
@@ -205,7 +205,7 @@ func BenchmarkCheckpointDecodeFloor(b *testing.B) {
 }
 
 // BenchmarkReadParquetActions reads the benchmark checkpoint with
-// ReadParquetActions: "decode" only counts the actions; "snapshot" also
+// ReadActions: "decode" only counts the actions; "snapshot" also
 // keeps every add in a map by file key, as log replay does, so its peak
 // heap includes the 100k retained adds.
 func BenchmarkReadParquetActions(b *testing.B) {
@@ -230,7 +230,7 @@ func BenchmarkReadParquetActions(b *testing.B) {
 	})
 }
 
-// benchReadActions runs ReadParquetActions with fn; done returns the adds
+// benchReadActions runs ReadActions with fn; done returns the adds
 // seen by the last run and resets the caller's state.
 func benchReadActions(b *testing.B, data []byte, fn func(*action.Action) error, done func() int) {
 	b.SetBytes(int64(len(data)))

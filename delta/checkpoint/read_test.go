@@ -183,7 +183,7 @@ func lastCheckpointAdds(t *testing.T, table string, v int64) (int, bool) {
 	return *lc.NumOfAddFiles, true
 }
 
-// replayCommits applies commits 0..v with ParseActions; ok is false when a
+// replayCommits applies commits 0..v with action.Parse; ok is false when a
 // commit is missing.
 func replayCommits(t *testing.T, table string, v int64) (map[string]*action.Add, bool) {
 	files := make(map[string]*action.Add)
@@ -481,7 +481,7 @@ func TestReadParquetActionsReaderAndCallbackErrors(t *testing.T) {
 	t.Error("the callback's panic was swallowed")
 }
 
-// Every field must come out of a checkpoint as ParseActions decodes it
+// Every field must come out of a checkpoint as action.Parse decodes it
 // from JSON: nulls, empty maps and lists, null map values, DV offsets.
 func TestReadParquetActionsMatchesJSON(t *testing.T) {
 	type ckDomain struct {
