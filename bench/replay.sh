@@ -13,7 +13,7 @@ want='^Benchmark(Replay|ReplayFloor|ReadParquetActions|CheckpointDecodeFloor)\b'
 if ! [[ -f $src ]] || ! grep -Eq '^BenchmarkReplay/latest' "$src" || ! grep -Eq '^BenchmarkReplayFloor' "$src"; then
   src=$out/replay-go-$(date -u +%Y%m%dT%H%M%SZ).txt
   go test -run '^$' -bench 'BenchmarkReplay|BenchmarkReadParquetActions|BenchmarkCheckpointDecodeFloor' \
-    -benchmem -count "${REPLAY_COUNT:-3}" ./delta/ | tee "$src" | grep -E '^(Benchmark|ok|FAIL)'
+    -benchmem -count "${REPLAY_COUNT:-3}" ./delta/ ./delta/checkpoint/ | tee "$src" | grep -E '^(Benchmark|ok|FAIL)'
 fi
 
 # Median of every metric per benchmark, then the ratios and targets.
