@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Before/after figures of a change, in one run (issue 24: "measured before
 # and after in one run"): the production-size figures of bench/scalebench
-# taken alternately with deltafs built at BASE and at the working tree,
+# taken alternately (the order switching each round: whichever side runs
+# second in a round ran 8-20% slower in every round of a first version of
+# this script) with deltafs built at BASE and at the working tree,
 # over the same generated tables, and the log engine's Go benchmarks run
 # alternately in both trees. Prints each figure's median before and after
 # and their ratio; the raw reports stay under bench/out/.
-#   BASE=<commit> (required)   ROUNDS=n (2) alternations of each side
+#   BASE=<commit> (required)   ROUNDS=n (2) rounds, each side once per round
 #   DELTAFS_SCALE_SIZE (full)  DELTAFS_BENCH_ONLY (versions,version,lastcp,cli,find)
 #   GO_BENCH=regexp (BenchmarkReplay$|BenchmarkReadParquetActions|BenchmarkSegmentFarFromCheckpoint); "" skips them
 # Take the figures on a quiet machine (uptime load < 1.5).
@@ -33,7 +35,8 @@ go build -o "$out/scalebench" ./bench/scalebench # one harness for both sides
 # checkpoint codec moved to delta/checkpoint).
 gopkgs() { (cd "$1" && go list ./delta/... | grep -v /blobstore); }
 for r in $(seq 1 "$rounds"); do
-  for side in before after; do
+  order="before after"; (( r % 2 == 0 )) && order="after before" # neither side always runs first
+  for side in $order; do
     dir=$PWD; [[ $side == before ]] && dir=$wt
     echo "beforeafter: round $r, $side (load $(cut -d' ' -f1-3 /proc/loadavg))"
     if [[ -n $DELTAFS_BENCH_ONLY ]]; then

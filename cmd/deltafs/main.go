@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 )
@@ -62,6 +63,7 @@ func main() {
 		os.Exit(runFstab(ctx, os.Args[1:]))
 	}
 	stopProfile := startProfile(os.Getenv("DELTAFS_CPUPROFILE"))
+	heapProfileOnSignal(os.Getenv("DELTAFS_MEMPROFILE"))
 	code := run(ctx, os.Args[1:])
 	stopProfile()
 	os.Exit(code)
@@ -82,6 +84,33 @@ func startProfile(path string) (stop func()) {
 		return func() {}
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// heapProfileOnSignal writes a heap profile (after a GC) to path each time
+// the process gets SIGUSR1, when path is set (for developers:
+// DELTAFS_MEMPROFILE=heap.out deltafs mount ...; kill -USR1 PID; go tool
+// pprof -sample_index=inuse_space heap.out).
+func heapProfileOnSignal(path string) {
+	if path == "" {
+		return
+	}
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGUSR1)
+	go func() {
+		for range c {
+			runtime.GC()
+			f, err := os.Create(path)
+			if err == nil {
+				err = pprof.WriteHeapProfile(f)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "deltafs: DELTAFS_MEMPROFILE:", err)
+			}
+		}
+	}()
 }
 
 func run(ctx context.Context, args []string) int {
