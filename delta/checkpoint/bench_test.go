@@ -177,25 +177,9 @@ func BenchmarkCheckpointDecodeFloor(b *testing.B) {
 	peak := testenv.StartHeapPeak()
 	rows := 0
 	for b.Loop() {
-		f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-		if err != nil {
+		var err error
+		if rows, err = testenv.DecodeParquetRows(data); err != nil {
 			b.Fatal(err)
-		}
-		rows = 0
-		buf := make([]parquet.Row, 256)
-		for _, rg := range f.RowGroups() {
-			rr := rg.Rows()
-			for {
-				n, err := rr.ReadRows(buf)
-				rows += n
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			rr.Close()
 		}
 	}
 	peak.Report(b)
