@@ -13,7 +13,11 @@
 # Take the figures on a quiet machine (uptime load < 1.5).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-base=${BASE:?set BASE=<commit> to compare the working tree against}
+if [[ -z ${BASE:-} ]]; then # make bench runs every script: this one only on request
+  echo "beforeafter: skipped (set BASE=<commit> to compare the working tree against it)"
+  exit 0
+fi
+base=$BASE
 rounds=${ROUNDS:-2}
 export DELTAFS_SCALE_SIZE=${DELTAFS_SCALE_SIZE:-full}
 export DELTAFS_BENCH_ONLY=${DELTAFS_BENCH_ONLY-versions,version,lastcp,cli,find}
