@@ -1,4 +1,4 @@
-package delta
+package action
 
 import "testing"
 
