@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -166,6 +169,9 @@ func (s *Server) fuseOptions() *fs.Options {
 		ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_READDIRPLUS_AUTO,
 		Debug:             s.cfg.Debug,
 	}
+	if !s.cfg.Debug { // --debug keeps go-fuse's request trace on stderr
+		mo.Logger = fuseLogger(s.cfg.Logger)
+	}
 	// The kernel checks permissions against the modes, uid and gid the
 	// mount reports: with allow_other, only the owner may use the inbox.
 	mo.Options = append(mo.Options, "default_permissions")
@@ -302,4 +308,25 @@ func (s *Server) removeStaging() {
 	if err := os.RemoveAll(s.staging); err != nil {
 		s.cfg.Logger.Warn("deltafs: remove inbox staging", "dir", s.staging, "err", err)
 	}
+}
+
+// fuseLogger is go-fuse's logger: its lines go to the mount's log as
+// warnings, except the read error that ends every mount detached lazily
+// while files were open (ECONNABORTED, "software caused connection
+// abort"), which is expected and logged at debug level: cmd/deltafs has
+// already said the mount was detached.
+func fuseLogger(l *slog.Logger) *log.Logger {
+	return log.New(fuseLogWriter{l}, "", 0)
+}
+
+type fuseLogWriter struct{ l *slog.Logger }
+
+func (w fuseLogWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "Failed to read from fuse conn") && strings.Contains(msg, "connection abort") {
+		level = slog.LevelDebug
+	}
+	w.l.Log(context.Background(), level, "deltafs: fuse: "+msg)
+	return len(p), nil
 }
