@@ -1,8 +1,6 @@
 package nodes
 
 import (
-	"fmt"
-	"hash/fnv"
 	"strconv"
 	"syscall"
 	"time"
@@ -30,16 +28,9 @@ const (
 // rsync, find -samefile) see a stable tree. Numbers stay below 2^63, where
 // go-fuse's automatic numbers start, and above 1 (the root).
 func stableIno(kind, table string, version int64, path string) uint64 {
-	h := fnv.New64a()
-	for _, s := range []string{kind, table, strconv.FormatInt(version, 10), path} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	n := h.Sum64() &^ (1 << 63)
-	if n < 2 {
-		n += 2
-	}
-	return n
+	var num [20]byte
+	h := newInoHash().part(kind).part(table).part(string(strconv.AppendInt(num[:0], version, 10))).part(path)
+	return h.ino()
 }
 
 // fileIno returns the inode number of a data file of table: the same in
@@ -47,10 +38,48 @@ func stableIno(kind, table string, version int64, path string) uint64 {
 // add action: path, size, time and deletion vector; the same servedAs,
 // see snapshotTree), so that a new @latest after an append shares the
 // inodes, and with them the kernel's page cache, of every file it did
-// not change.
+// not change. It is stableIno(kindFile, table, -1, id) of the file's
+// identity id (path, size, time, deletion vector and servedAs, each
+// followed by a zero byte but the last), hashed without building id: a
+// listing computes it for every entry it returns.
 func fileIno(table string, add *delta.Add, servedAs string) uint64 {
-	id := fmt.Sprintf("%s\x00%d\x00%d\x00%s\x00%s", add.Path, add.Size, add.ModificationTime, add.DeletionVector.UniqueID(), servedAs)
-	return stableIno(kindFile, table, -1, id)
+	var num [20]byte
+	h := newInoHash().part(kindFile).part(table).part("-1").
+		part(add.Path).part(string(strconv.AppendInt(num[:0], add.Size, 10))).
+		part(string(strconv.AppendInt(num[:0], add.ModificationTime, 10)))
+	if dv := add.DeletionVector; dv != nil {
+		h = h.bytes(dv.StorageType).bytes(dv.PathOrInlineDV)
+		if dv.Offset != nil {
+			h = h.bytes("@").bytes(string(strconv.AppendInt(num[:0], int64(*dv.Offset), 10)))
+		}
+	}
+	return h.part("").part(servedAs).ino()
+}
+
+// inoHash is 64-bit FNV-1a (hash/fnv's New64a), by value: no allocation.
+type inoHash uint64
+
+func newInoHash() inoHash { return 14695981039346656037 }
+
+// bytes hashes s.
+func (h inoHash) bytes(s string) inoHash {
+	for i := 0; i < len(s); i++ {
+		h ^= inoHash(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// part hashes s and the zero byte that ends each field.
+func (h inoHash) part(s string) inoHash { return h.bytes(s).bytes("\x00") }
+
+// ino is the hash as an inode number: below 2^63, above 1.
+func (h inoHash) ino() uint64 {
+	n := uint64(h) &^ (1 << 63)
+	if n < 2 {
+		n += 2
+	}
+	return n
 }
 
 // fillAttr sets the fields every node reports: mode is the file type and

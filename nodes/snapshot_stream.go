@@ -37,12 +37,11 @@ func (s *snapshotStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscal
 	e := s.td.entries[s.pos]
 	s.pos++
 	d := s.dir
-	p := path.Join(d.dir, e.name)
 	de := &fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Off: uint64(s.pos)}
 	if e.add != nil {
 		de.Ino = fileIno(d.ref.name, e.add, s.tree.servedAs)
 	} else {
-		de.Mode, de.Ino = syscall.S_IFDIR, stableIno(kindSnapDir, d.ref.name, d.ref.version, p)
+		de.Mode, de.Ino = syscall.S_IFDIR, stableIno(kindSnapDir, d.ref.name, d.ref.version, path.Join(d.dir, e.name))
 	}
 	return de, 0
 }
