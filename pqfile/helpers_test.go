@@ -71,7 +71,7 @@ func readRows(t *testing.T, data []byte) (*parquet.File, []parquet.Row) {
 }
 
 // footerOf decodes a file's footer with the package's own decoder.
-func footerOf(t *testing.T, data []byte) *footer {
+func footerOf(t testing.TB, data []byte) *footer {
 	t.Helper()
 	f, err := readFooter(bytes.NewReader(data), int64(len(data)))
 	if err != nil {

@@ -55,6 +55,10 @@ type Plan struct {
 	stats [][]statsEdit
 	// shape reshapes the output's columns (nil: the source's columns as they are).
 	shape *shaping
+	// spliced, when set, is the whole output past the source's bytes up to its footer: a
+	// reshaping that only adds constants, laid out by splicing (splice.go); meta, stats and
+	// shape are then unset.
+	spliced *spliced
 }
 
 // group is the plan for one source row group.
@@ -80,6 +84,11 @@ func NewPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, rename *Ren
 // NewShapedPlan is NewPlan whose output is also reshaped to shape (nil: not reshaped), after the
 // rename. A source column that cannot be served in the shape's type is ErrUnsupported.
 func NewShapedPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, rename *Rename, shape *Shape) (*Plan, error) {
+	if (deleted == nil || deleted.IsEmpty()) && rename == nil && !noSplice {
+		if p := newSplicedPlan(src, size, shape, spliceMemo); p != nil {
+			return p, nil
+		}
+	}
 	f, err := readFooter(src, size)
 	if err != nil {
 		return nil, err
@@ -290,4 +299,11 @@ func (p *Plan) NumRows() int64 { return p.liveRows }
 func (p *Plan) FooterOnly() bool { return p.footerOnly }
 
 // Reshaped reports whether the output's columns differ from the source's (NewShapedPlan).
-func (p *Plan) Reshaped() bool { return p.shape != nil }
+func (p *Plan) Reshaped() bool { return p.shape != nil || p.spliced != nil }
+
+// spliceMemo remembers, by shape key and encoded schema, whether a file's columns are exactly
+// a shape's other columns than its constants (splice.go).
+var spliceMemo = NewShapeMemo(4 << 20)
+
+// noSplice turns the splice off, for tests that compare it with the decoded path.
+var noSplice bool

@@ -26,7 +26,7 @@ type Shape struct {
 	// Columns are the output's top-level columns.
 	Columns []ShapeColumn
 	// Key, when set, identifies the shape for a ShapeMemo: two shapes with one Key must be
-	// equal.
+	// equal but for their constants' values (which columns are constant is part of the key).
 	Key string
 }
 

@@ -51,6 +51,15 @@ func (s *copySink) bytes(b []byte) error {
 
 // emit sends the whole output to s.
 func (p *Plan) emit(s sink) error {
+	if p.spliced != nil {
+		if err := s.source(byteRange{0, p.footStart}); err != nil {
+			return err
+		}
+		if err := s.bytes(p.spliced.gen); err != nil {
+			return err
+		}
+		return s.bytes(p.spliced.tail)
+	}
 	if p.footerOnly {
 		if err := s.source(byteRange{0, p.footStart}); err != nil {
 			return err

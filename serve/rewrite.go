@@ -115,6 +115,12 @@ func (t *Table) rewriteKey(snap *delta.Snapshot, f *delta.LiveFile) (rewriteOf, 
 	}
 	key := strings.Join([]string{"deltafs-composite/v3", t.store.String(), f.Key,
 		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping, shape.sum}, "|")
+	if shape.hasParts() {
+		// Files with partition columns are laid out by splicing their footer since
+		// this mark (pqfile/splice.go): other bytes than the copies of releases
+		// before it hold.
+		key += "|spliced"
+	}
 	return rewriteOf{key: key, rename: rename, fs: fs}, nil
 }
 

@@ -93,7 +93,7 @@ func (s *snapShape) forFile(f *delta.LiveFile) (*pqfile.Shape, error) {
 	if s.whole != nil {
 		return s.whole, nil
 	}
-	out := &pqfile.Shape{Columns: make([]pqfile.ShapeColumn, len(s.cols))}
+	out := &pqfile.Shape{Columns: make([]pqfile.ShapeColumn, len(s.cols)), Key: s.sum}
 	for i, c := range s.cols {
 		out.Columns[i] = c
 		p := s.parts[i]
