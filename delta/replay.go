@@ -132,10 +132,10 @@ func replay(base *tableState, commits []*commitFile) *tableState {
 	for _, k := range o.order {
 		if a, ok := o.adds[k]; ok {
 			st.files = append(st.files, a)
-			st.bytes += addBytes(a)
+			st.bytes += addBytes(a) + partitionBytes(a.PartitionValues)
 		} else if r, ok := o.removes[k]; ok {
 			st.tombstones = append(st.tombstones, r)
-			st.bytes += removeBytes(r)
+			st.bytes += removeBytes(r) + partitionBytes(r.PartitionValues)
 		}
 	}
 	return st
@@ -163,9 +163,9 @@ func (c *commitFile) bytes() int64 {
 		n += 64
 		switch {
 		case a.Add != nil:
-			n += addBytes(a.Add)
+			n += addBytes(a.Add) + partitionBytes(a.Add.PartitionValues)
 		case a.Remove != nil:
-			n += removeBytes(a.Remove)
+			n += removeBytes(a.Remove) + partitionBytes(a.Remove.PartitionValues)
 		case a.MetaData != nil:
 			n += int64(len(a.MetaData.SchemaString)) + 512
 		default:
