@@ -78,11 +78,19 @@ func (d *DataFile) servedSize(ctx context.Context) (int64, error) {
 	if n := d.size.Load(); n >= 0 {
 		return n, nil
 	}
-	snap, f, err := d.live(ctx)
+	snap, err := d.ref.snapshot(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n, err := d.ref.files.Size(ctx, snap, f)
+	if n, ok := d.ref.files.KnownSize(snap, d.add); ok { // a listing's stats: decided ahead (Warm)
+		d.size.Store(n)
+		return n, nil
+	}
+	f, err := snap.LiveFileOf(d.add)
+	if err != nil {
+		return 0, err
+	}
+	n, err := d.ref.files.Size(ctx, snap, &f)
 	if err != nil {
 		return 0, err
 	}

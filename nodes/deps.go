@@ -70,6 +70,9 @@ type Files interface {
 	// Size returns the exact size f, a live file of snap, is served with:
 	// stored, or rewritten (serve.Rewritten).
 	Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (int64, error)
+	// KnownSize is Size of the live file of a when it is known without
+	// reading anything (false: ask Size).
+	KnownSize(snap *delta.Snapshot, a *delta.Add) (int64, bool)
 	// Open returns the served bytes of f. A missing object is an error
 	// wrapping delta.ErrNotExist.
 	Open(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile) (serve.Content, error)

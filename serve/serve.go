@@ -183,6 +183,28 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 	return l.Size(), nil
 }
 
+// KnownSize returns the size the stored file of a is served with in snap
+// when it is decided already (a listing's warm-up, an earlier version),
+// without making its LiveFile: a stat's fast way.
+func (t *Table) KnownSize(snap *delta.Snapshot, a *delta.Add) (int64, bool) {
+	shape, err := t.shape(snap)
+	if err != nil {
+		return 0, false
+	}
+	key, err := snap.DataKey(a)
+	if err != nil {
+		return 0, false
+	}
+	n, ok := t.verdicts.get(addVerdictKey(t.storeName, key, a, shape, string(snap.ColumnMapping())))
+	switch {
+	case !ok || n == sizeUnknown:
+		return 0, false
+	case n == servedAsStored:
+		return a.Size, true
+	}
+	return n, true
+}
+
 // verdictKey returns the key of f's verdict in snap.
 func (t *Table) verdictKey(snap *delta.Snapshot, f *delta.LiveFile) (verdictID, error) {
 	shape, err := t.shape(snap)

@@ -419,23 +419,28 @@ var verdictSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // modification time), its deletion vector and its snapshot's shape and column mapping:
 // everything its served form derives from.
 func verdictKey(store string, f *delta.LiveFile, s *snapShape, mapping string) verdictID {
+	return addVerdictKey(store, f.Key, f.Add, s, mapping)
+}
+
+// addVerdictKey is verdictKey of the stored file key of the add a.
+func addVerdictKey(store, key string, a *delta.Add, s *snapShape, mapping string) verdictID {
 	var id [2]uint64
 	for i, seed := range verdictSeeds {
 		var h maphash.Hash
 		h.SetSeed(seed)
 		h.WriteString(store)
 		h.WriteByte(0)
-		h.WriteString(f.Key)
+		h.WriteString(key)
 		var n [16]byte
-		binary.LittleEndian.PutUint64(n[:8], uint64(f.Add.Size))
-		binary.LittleEndian.PutUint64(n[8:], uint64(f.Add.ModificationTime))
+		binary.LittleEndian.PutUint64(n[:8], uint64(a.Size))
+		binary.LittleEndian.PutUint64(n[8:], uint64(a.ModificationTime))
 		h.Write(n[:])
 		h.WriteString(s.sum)
 		h.WriteByte(0)
 		h.WriteString(mapping)
 		h.WriteByte(0)
-		if f.Add.DeletionVector != nil {
-			h.WriteString(f.Add.DeletionVector.UniqueID())
+		if a.DeletionVector != nil {
+			h.WriteString(a.DeletionVector.UniqueID())
 		}
 		id[i] = h.Sum64()
 	}
@@ -543,11 +548,19 @@ func (t *Table) warmOne(ctx context.Context, snap *delta.Snapshot, shape *snapSh
 	if a.DeletionVector != nil {
 		return
 	}
-	f, err := snap.LiveFileOf(a)
-	if err != nil {
+	if _, ok := t.KnownSize(snap, a); ok {
 		return
 	}
-	if n, ok := t.verdicts.get(verdictKey(t.storeName, &f, shape, string(snap.ColumnMapping()))); !ok || n == sizeUnknown {
+	// A file served in a shape without constants needs no partition values
+	// (LiveFileOf makes a map of them for each file).
+	f := delta.LiveFile{Add: a}
+	var err error
+	if shape.hasParts() || Mapped(snap) {
+		f, err = snap.LiveFileOf(a)
+	} else {
+		f.Key, err = snap.DataKey(a)
+	}
+	if err == nil {
 		t.Size(ctx, snap, &f)
 	}
 }
