@@ -14,8 +14,8 @@ import (
 )
 
 // TestMountMmap maps every live file of the DV and column-mapped tables
-// (stored files, served through passthrough or the page cache, and
-// rewritten ones, served with FOPEN_DIRECT_IO) and compares the mapped
+// (stored files, served through passthrough or the page cache, and small
+// rewritten ones, through the page cache too) and compares the mapped
 // bytes with what read(2) returns: tools that mmap Parquet files (Arrow's
 // memory_map, Polars) must see the same file.
 func TestMountMmap(t *testing.T) {
@@ -42,6 +42,28 @@ func TestMountMmap(t *testing.T) {
 		if mapped < 4 || rewritten < 2 {
 			t.Errorf("mapped %d files, %d of them rewritten: the fixtures changed?", mapped, rewritten)
 		}
+	}
+}
+
+// TestMountMmapLargeRewritten maps a rewritten file of 3 MiB: a rewritten
+// file of 1 MiB or more is served with FOPEN_DIRECT_IO (smaller ones go
+// through the page cache, as TestMountMmap's fixtures do), which keeps
+// mmap working only where the kernel allows it (FUSE_DIRECT_IO_ALLOW_MMAP).
+func TestMountMmapLargeRewritten(t *testing.T) {
+	root := t.TempDir()
+	rows, deleted := writeBigDVTable(t, root)
+	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}})
+	path := filepath.Join(mnt, "t", "@latest", "part-00000-big.parquet")
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 1<<20 {
+		t.Fatalf("the rewritten file has %d bytes: not a large one", len(want))
+	}
+	checkLiveRows(t, want, rows, deleted)
+	if got := mmapFile(t, path); !bytes.Equal(got, want) {
+		t.Errorf("%d mapped bytes differ from the %d read", len(got), len(want))
 	}
 }
 

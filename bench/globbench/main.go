@@ -81,10 +81,14 @@ func run() error {
 		}},
 	}
 	for _, f := range figures {
-		var times []time.Duration
-		for _, v := range variants {
-			var ds []time.Duration
-			for range trials {
+		// The variants take turns, each trial in another order: this VM's
+		// speed drifts by 20-40% over minutes, which consecutive trials of one
+		// variant would read as that variant's cost.
+		ds := make([][]time.Duration, len(variants))
+		for trial := range trials {
+			for k := range variants {
+				i := (k + trial) % len(variants)
+				v := variants[i]
 				d, out, err := timed(work, v.bin, v.flags, table, f.cmd)
 				if err != nil {
 					return fmt.Errorf("%s, %s: %w", f.name, v.name, err)
@@ -92,9 +96,12 @@ func run() error {
 				if strings.Contains(out, `"error"`) {
 					return fmt.Errorf("%s, %s: %s", f.name, v.name, out)
 				}
-				ds = append(ds, d)
+				ds[i] = append(ds[i], d)
 			}
-			times = append(times, report.Median(ds))
+		}
+		var times []time.Duration
+		for _, d := range ds {
+			times = append(times, report.Median(d))
 		}
 		fmt.Printf("%-42s baseline %8s  schema %8s (%.2fx)  +partitions %8s (%.2fx)  target <= 1.2x\n", f.name,
 			report.Round(times[0]), report.Round(times[1]), ratio(times[1], times[0]), report.Round(times[2]), ratio(times[2], times[0]))
