@@ -209,11 +209,35 @@ type spliceTemplate struct {
 }
 
 // spliceTemplates are the templates of the constants of shapes with a Key, by key and column
-// index; cleared when full.
-var spliceTemplates = struct {
-	sync.Mutex
-	m map[string]*spliceTemplate
-}{m: map[string]*spliceTemplate{}}
+// index.
+var spliceTemplates = newBoundedMemo[string, *spliceTemplate](4096)
+
+// boundedMemo is a map of at most max entries, cleared when full, safe for concurrent use.
+type boundedMemo[K comparable, V any] struct {
+	mu  sync.Mutex
+	m   map[K]V // guarded by mu
+	max int
+}
+
+func newBoundedMemo[K comparable, V any](max int) *boundedMemo[K, V] {
+	return &boundedMemo[K, V]{m: map[K]V{}, max: max}
+}
+
+func (b *boundedMemo[K, V]) get(k K) (V, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.m[k]
+	return v, ok
+}
+
+func (b *boundedMemo[K, V]) put(k K, v V) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.m) >= b.max {
+		clear(b.m)
+	}
+	b.m[k] = v
+}
 
 // spliceColumns returns the output's columns for shape.
 func spliceColumns(shape *Shape) ([]spliceColumn, error) {
@@ -239,10 +263,7 @@ func constTemplate(shape *Shape, i int) (*spliceTemplate, error) {
 	var key string
 	if shape.Key != "" {
 		key = shape.Key + "\x00" + strconv.Itoa(i)
-		spliceTemplates.Lock()
-		t := spliceTemplates.m[key]
-		spliceTemplates.Unlock()
-		if t != nil {
+		if t, ok := spliceTemplates.get(key); ok {
 			return t, nil
 		}
 	}
@@ -257,12 +278,7 @@ func constTemplate(shape *Shape, i int) (*spliceTemplate, error) {
 	t := &spliceTemplate{el: el, gen: *sh.leaves[0].gen, path: sh.leaves[0].path}
 	t.gen.value = nil
 	if key != "" {
-		spliceTemplates.Lock()
-		if len(spliceTemplates.m) >= 4096 {
-			clear(spliceTemplates.m)
-		}
-		spliceTemplates.m[key] = t
-		spliceTemplates.Unlock()
+		spliceTemplates.put(key, t)
 	}
 	return t, nil
 }
@@ -282,19 +298,13 @@ type madeUpKey struct {
 }
 
 // madeUps remembers made-up chunks: the files of a partition hold one value, and often the same
-// number of rows. Cleared when full.
-var madeUps = struct {
-	sync.Mutex
-	m map[madeUpKey]*madeUp
-}{m: map[madeUpKey]*madeUp{}}
+// number of rows.
+var madeUps = newBoundedMemo[madeUpKey, *madeUp](4096)
 
 // madeUpChunk returns the chunk of the constant c for rows rows.
 func madeUpChunk(c spliceColumn, rows int64) (*madeUp, error) {
 	k := madeUpKey{c.tmpl, string(c.value), rows}
-	madeUps.Lock()
-	m := madeUps.m[k]
-	madeUps.Unlock()
-	if m != nil {
+	if m, ok := madeUps.get(k); ok {
 		return m, nil
 	}
 	g := c.tmpl.gen
@@ -303,16 +313,11 @@ func madeUpChunk(c spliceColumn, rows int64) (*madeUp, error) {
 	if err != nil {
 		return nil, err
 	}
-	m = &madeUp{pages: pages, md: cc.MetaData}
+	m := &madeUp{pages: pages, md: cc.MetaData}
 	if g.value != nil && g.el.Type.V != format.Boolean {
 		m.dictLen = cc.MetaData.DataPageOffset
 	}
-	madeUps.Lock()
-	if len(madeUps.m) >= 4096 {
-		clear(madeUps.m)
-	}
-	madeUps.m[k] = m
-	madeUps.Unlock()
+	madeUps.put(k, m)
 	return m, nil
 }
 
