@@ -135,8 +135,8 @@ func spliceConstants(foot []byte, footStart int64, shape *Shape, memo *ShapeMemo
 			rows = zigzag(v)
 			return end, err
 		case idFileSchema, idFileKeyValues, idFileColumnOrders:
-			if f.typ != tList {
-				return 0, errSpliceSkip
+			if f.typ != tList || (f.id == idFileColumnOrders && seen&(1<<idFileSchema) == 0) {
+				return 0, errSpliceSkip // orders are placed by the schema's leaves
 			}
 			if end, err = b.skip(f.value, f.typ, depth); err != nil {
 				return 0, err
