@@ -84,7 +84,7 @@ func NewPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, rename *Ren
 // NewShapedPlan is NewPlan whose output is also reshaped to shape (nil: not reshaped), after the
 // rename. A source column that cannot be served in the shape's type is ErrUnsupported.
 func NewShapedPlan(src io.ReaderAt, size int64, deleted *roaring64.Bitmap, rename *Rename, shape *Shape) (*Plan, error) {
-	if (deleted == nil || deleted.IsEmpty()) && rename == nil && !noSplice {
+	if (deleted == nil || deleted.IsEmpty()) && rename == nil && !noSplice.Load() {
 		if p := newSplicedPlan(src, size, shape, spliceMemo); p != nil {
 			return p, nil
 		}
@@ -306,4 +306,4 @@ func (p *Plan) Reshaped() bool { return p.shape != nil || p.spliced != nil }
 var spliceMemo = NewShapeMemo(4 << 20)
 
 // noSplice turns the splice off, for tests that compare it with the decoded path.
-var noSplice bool
+var noSplice atomic.Bool

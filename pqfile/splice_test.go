@@ -80,9 +80,9 @@ func TestSpliceMatchesDecodedPath(t *testing.T) {
 					t.Fatal("the plan is not spliced")
 				}
 				got := shaped(t, src, nil, shape)
-				noSplice = true
+				noSplice.Store(true)
 				want := shaped(t, src, nil, shape)
-				noSplice = false
+				noSplice.Store(false)
 				compareServed(t, got, want)
 				if sname == "spread" && fname == "seven groups" {
 					path := filepath.Join(t.TempDir(), "spliced.parquet")
@@ -216,8 +216,8 @@ func BenchmarkSplicedPlan(b *testing.B) {
 	shape := withConsts(map[int][]ShapeColumn{len(genColumns): {constCol("p", format.ByteArray, &format.StringType{}, &Constant{Plain: []byte("eu")})}})
 	for _, decoded := range []bool{false, true} {
 		b.Run(map[bool]string{false: "spliced", true: "decoded"}[decoded], func(b *testing.B) {
-			noSplice = decoded
-			defer func() { noSplice = false }()
+			noSplice.Store(decoded)
+			defer noSplice.Store(false)
 			b.ReportAllocs()
 			for b.Loop() {
 				p, err := NewShapedPlan(bytes.NewReader(src), int64(len(src)), nil, nil, shape)

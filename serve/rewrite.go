@@ -116,9 +116,8 @@ func (t *Table) rewriteKey(snap *delta.Snapshot, f *delta.LiveFile) (rewriteOf, 
 	key := strings.Join([]string{"deltafs-composite/v3", t.store.String(), f.Key,
 		strconv.FormatInt(f.Add.Size, 10), objectVersion(f.Add), f.Add.DeletionVector.UniqueID(), mapping, shape.sum}, "|")
 	if shape.hasParts() {
-		// Files with partition columns are laid out by splicing their footer since
-		// this mark (pqfile/splice.go): other bytes than the copies of releases
-		// before it hold.
+		// Since the footer splice (pqfile/splice.go) a file with partition
+		// columns is served with other bytes than older releases' copies of it.
 		key += "|spliced"
 	}
 	return rewriteOf{key: key, rename: rename, fs: fs}, nil
