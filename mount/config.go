@@ -121,9 +121,6 @@ const (
 // withDefaults returns cfg with zero fields filled in, or an error for a
 // config that cannot mount.
 func (cfg Config) withDefaults() (Config, error) {
-	if cfg.Mountpoint == "" {
-		return cfg, fmt.Errorf("no mountpoint")
-	}
 	if len(cfg.Sources) == 0 {
 		return cfg, fmt.Errorf("no source to mount")
 	}

@@ -24,7 +24,7 @@ import (
 // Server is a running mount. Its methods are safe for concurrent use.
 type Server struct {
 	cfg    Config
-	fuse   *fuse.Server
+	front  frontEnd // the FUSE mount or the NFS server
 	cache  *blobcache.Cache
 	stats  *metrics
 	caches *delta.Caches // the tables' snapshots, states and parsed commits
@@ -58,19 +58,43 @@ const maxRequest = 1 << 20
 // each table has an inbox/ whose files are staged under cfg.CacheDir and
 // appended by a writeback.Committer when closed (see nodes.InboxFile).
 func Mount(ctx context.Context, cfg Config) (*Server, error) {
-	uidSet, gidSet := cfg.UID != 0, cfg.GID != 0 // before withDefaults names the caller
-	cfg, err := cfg.withDefaults()
+	if cfg.Mountpoint == "" {
+		return nil, fmt.Errorf("no mountpoint")
+	}
+	s, root, err := open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	opts := s.fuseOptions()
+	srv, err := mountTimed(s.cfg.Mountpoint, withUmask(fs.NewNodeFS(root, opts), s.cfg.Umask), &opts.MountOptions, s.stats)
+	if err != nil {
+		s.release()
+		return nil, fmt.Errorf("mount %s: %w", s.cfg.Mountpoint, err)
+	}
+	s.front = fuseFront{srv, s.cfg.Mountpoint}
+	s.raiseReadAhead()
+	s.learnMountID()
+	s.env.SetDirectIO(srv.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
+	s.startRefresh()
+	return s, nil
+}
+
+// open resolves cfg's sources and builds the tree, its caches and
+// inboxes: everything a front end serves.
+func open(ctx context.Context, cfg Config) (*Server, *nodes.RootDir, error) {
+	uidSet, gidSet := cfg.UID != 0, cfg.GID != 0 // before withDefaults names the caller
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, nil, err
+	}
 	tables, err := resolveSources(ctx, cfg.Sources)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cache, err := blobcache.New(blobcache.Options{MemoryBytes: cfg.MemoryCacheSize, DiskDir: cfg.CacheDir, DiskBytes: cfg.CacheSize, Headroom: inboxHeadroom(cfg), Logger: cfg.Logger})
 	if err != nil {
 		closeTables(tables)
-		return nil, fmt.Errorf("cache: %w", err)
+		return nil, nil, fmt.Errorf("cache: %w", err)
 	}
 	caches := delta.NewCaches(cfg.SnapshotCacheSize)
 	s := &Server{cfg: cfg, cache: cache, caches: caches, stats: newMetrics(cache, caches), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
@@ -81,24 +105,24 @@ func Mount(ctx context.Context, cfg Config) (*Server, error) {
 		if s.staging, err = s.enableInboxes(); err != nil {
 			cache.Close()
 			closeTables(tables)
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	opts := s.fuseOptions()
-	s.fuse, err = mountTimed(cfg.Mountpoint, withUmask(fs.NewNodeFS(root, opts), cfg.Umask), &opts.MountOptions, s.stats)
-	if err != nil {
-		s.removeStaging()
-		cache.Close()
-		closeTables(tables)
-		return nil, fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
-	}
-	s.raiseReadAhead()
-	s.learnMountID()
-	s.env.SetDirectIO(s.fuse.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
+	return s, root, nil
+}
+
+// release frees what open built, for a front end that failed to start.
+func (s *Server) release() {
+	s.removeStaging()
+	s.cache.Close()
+	closeTables(s.tables)
+}
+
+// startRefresh starts following the tables' new commits.
+func (s *Server) startRefresh() {
 	loopCtx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	go s.refreshLoop(loopCtx)
-	return s, nil
 }
 
 // buildTree creates the table directories and reads each table's newest
@@ -264,7 +288,7 @@ func (s *Server) Refused() map[string]error {
 // Wait blocks until the mount is gone (Unmount, fusermount3 -u, umount),
 // then stops the refresh loop and closes the caches and stores.
 func (s *Server) Wait() {
-	s.fuse.Wait()
+	s.front.wait()
 	s.waitOnce.Do(func() {
 		s.stop()
 		<-s.loopDone
@@ -288,8 +312,8 @@ func (s *Server) Wait() {
 // Unmount unmounts cleanly (it fails, with the mount kept, while files
 // are open: EBUSY) and releases everything, as Wait.
 func (s *Server) Unmount() error {
-	if err := s.fuse.Unmount(); err != nil {
-		return fmt.Errorf("unmount %s: %w", s.cfg.Mountpoint, err)
+	if err := s.front.stop(); err != nil {
+		return err
 	}
 	s.Wait()
 	return nil

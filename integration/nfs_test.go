@@ -1,0 +1,220 @@
+package integration
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	nfsc "github.com/willscott/go-nfs-client/nfs"
+	"github.com/willscott/go-nfs-client/nfs/rpc"
+
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
+	"github.com/deltafs/deltafs/mount"
+)
+
+// serveNFS serves cfg over NFS on a loopback port (its CacheDir defaults
+// to a fresh temp dir), stopped when the test ends, and returns a client
+// of the export (the user-space client: this kernel has no NFS client).
+func serveNFS(t *testing.T, cfg mount.Config) *nfsc.Target {
+	t.Helper()
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = t.TempDir()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mount.ServeNFS(context.Background(), cfg, l)
+	if err != nil {
+		t.Fatalf("serve nfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("stop nfs server: %v", err)
+		}
+	})
+	c, err := rpc.DialTCP("tcp", srv.Addr(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := (&nfsc.Mount{Client: c}).Mount("/", rpc.AuthNull)
+	if err != nil {
+		c.Close()
+		t.Fatalf("mount /: %v", err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v
+}
+
+// seen is what a walk saw of one path.
+type seen struct {
+	kind  string // "dir", "file", "link"
+	size  int64  // files
+	ino   uint64
+	mtime int64  // seconds
+	link  string // link target
+	sum   string // files: sha256 of the bytes, or the read error
+}
+
+func (s seen) String() string {
+	return fmt.Sprintf("%s size=%d ino=%d mtime=%d link=%q sum=%.16s", s.kind, s.size, s.ino, s.mtime, s.link, s.sum)
+}
+
+func sumOf(r io.Reader) string {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "error"
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// walkFUSE records every path below mnt, not following links.
+func walkFUSE(t *testing.T, mnt string) map[string]seen {
+	out := map[string]seen{}
+	err := filepath.WalkDir(mnt, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(mnt, p)
+		if rel == "." {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		s := seen{ino: fi.Sys().(*syscall.Stat_t).Ino, mtime: fi.ModTime().Unix()}
+		switch {
+		case d.IsDir():
+			s.kind = "dir"
+		case fi.Mode()&os.ModeSymlink != 0:
+			s.kind = "link"
+			s.link, _ = os.Readlink(p)
+		default:
+			s.kind, s.size = "file", fi.Size()
+			if f, err := os.Open(p); err != nil {
+				s.sum = "error"
+			} else {
+				s.sum = sumOf(f)
+				f.Close()
+			}
+		}
+		out[filepath.ToSlash(rel)] = s
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %s: %v", mnt, err)
+	}
+	return out
+}
+
+// walkNFS records every path below dir of the export, as walkFUSE.
+func walkNFS(t *testing.T, v *nfsc.Target, dir string, out map[string]seen) {
+	entries, err := v.ReadDirPlus(dir)
+	if err != nil {
+		t.Fatalf("nfs readdirplus %q: %v", dir, err)
+	}
+	for _, e := range entries {
+		if e.Name() == "." || e.Name() == ".." {
+			continue
+		}
+		p := path.Join(dir, e.Name())
+		a := e.Attr.Attr
+		if !e.Attr.IsSet {
+			fa, _, err := v.Lookup(p)
+			if err != nil {
+				t.Fatalf("nfs lookup %q: %v", p, err)
+			}
+			a = *fa.(*nfsc.Fattr)
+		}
+		s := seen{ino: a.Fileid, mtime: int64(a.Mtime.Seconds)}
+		switch a.Type {
+		case nfsc.NF3Dir:
+			s.kind = "dir"
+			walkNFS(t, v, p, out)
+		case nfsc.NF3Lnk:
+			s.kind = "link"
+			if f, err := v.Open(p); err == nil {
+				s.link, _ = f.Readlink()
+				f.Close()
+			}
+		default:
+			s.kind, s.size = "file", int64(a.Filesize)
+			if f, err := v.Open(p); err != nil {
+				s.sum = "error"
+			} else {
+				s.sum = sumOf(f)
+				f.Close()
+			}
+		}
+		out[p] = s
+	}
+}
+
+// The NFS server serves the FUSE mount's tree: every shared fixture with
+// expected content, mounted and served with the same configuration, has
+// the same names, kinds, sizes, inode numbers, modification times, link
+// targets and bytes everywhere (every version of every table, DV'd and
+// column-mapped files rewritten, _history.jsonl, status files), but for
+// the root's status file, which describes its own front end.
+func TestNFSServesTheMountsTree(t *testing.T) {
+	testenv.RequireFUSE(t)
+	tables := conformanceTables(t)
+	names := slices.Sorted(maps.Keys(tables))
+	var cfg mount.Config
+	for i, name := range names {
+		cfg.Sources = append(cfg.Sources, mount.Source{Name: fmt.Sprintf("t%03d", i), URL: testenv.Fixture(t, name)})
+	}
+	cfg.ReadOnly = true
+	fuseSeen := walkFUSE(t, mountFS(t, cfg))
+	nfsSeen := map[string]seen{}
+	walkNFS(t, serveNFS(t, cfg), "", nfsSeen)
+
+	files, diffs := 0, 0
+	for p, f := range fuseSeen {
+		n, ok := nfsSeen[p]
+		if p == ".deltafs-status.json" {
+			if !ok {
+				t.Errorf("%s: not served over NFS", p)
+			}
+			continue
+		}
+		if f.kind == "file" {
+			files++
+		}
+		if !ok || n != f {
+			if diffs++; diffs <= 20 {
+				t.Errorf("%s:\n  fuse %v\n  nfs  %v (listed: %v)", p, f, n, ok)
+			}
+		}
+	}
+	for p := range nfsSeen {
+		if _, ok := fuseSeen[p]; !ok {
+			if diffs++; diffs <= 20 {
+				t.Errorf("%s: served over NFS, not in the FUSE mount", p)
+			}
+		}
+	}
+	if diffs > 20 {
+		t.Errorf("... %d differences in all", diffs)
+	}
+	if files < 500 || !strings.Contains(fmt.Sprint(slices.Collect(maps.Keys(fuseSeen))), "@v") {
+		t.Errorf("only %d files compared", files)
+	}
+	t.Logf("%d paths, %d files compared over %d tables", len(fuseSeen), files, len(names))
+}

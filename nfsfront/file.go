@@ -1,0 +1,219 @@
+package nfsfront
+
+import (
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// NFSv3 has no open or close: go-nfs opens the file for each READ. An
+// open of the tree (OPEN, READs, FLUSH, RELEASE, as the kernel sends them)
+// is kept per path while READs come, and released once idle for
+// openIdle: a reader's stream of READs costs one OPEN, not one a request.
+
+// openIdle is how long an open file is kept without a READ.
+const openIdle = 10 * time.Second
+
+// openFile is one OPEN of a node, shared by the READs of its path.
+type openFile struct {
+	t     *tree
+	path  string
+	e     *entry // pinned while open
+	fh    uint64
+	flush bool // the file system wants FLUSH before RELEASE
+
+	refs     int       // guarded by opens.mu: READs in progress
+	lastUsed time.Time // guarded by opens.mu
+}
+
+// opens is the set of open files, by path.
+type opens struct {
+	t    *tree
+	mu   sync.Mutex
+	m    map[string]*openFile // guarded by mu
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newOpens(t *tree) *opens {
+	o := &opens{t: t, m: map[string]*openFile{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go o.reap()
+	return o
+}
+
+// get returns the open file of p, opening it when needed; the caller
+// must put it back.
+func (o *opens) get(p string) (*openFile, error) {
+	o.mu.Lock()
+	if f := o.m[p]; f != nil {
+		f.refs++
+		o.mu.Unlock()
+		return f, nil
+	}
+	o.mu.Unlock()
+	f, err := o.t.open(p)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if other := o.m[p]; other != nil { // opened meanwhile: keep one
+		go f.close()
+		other.refs++
+		return other, nil
+	}
+	f.refs = 1
+	o.m[p] = f
+	return f, nil
+}
+
+func (o *opens) put(f *openFile) {
+	o.mu.Lock()
+	f.refs--
+	f.lastUsed = time.Now()
+	o.mu.Unlock()
+}
+
+// reap releases the files idle for openIdle, until closeAll.
+func (o *opens) reap() {
+	defer close(o.done)
+	tick := time.NewTicker(openIdle / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case now := <-tick.C:
+			o.release(func(f *openFile) bool { return now.Sub(f.lastUsed) >= openIdle })
+		}
+	}
+}
+
+// release closes the unused open files that idle says may go.
+func (o *opens) release(idle func(*openFile) bool) {
+	var closing []*openFile
+	o.mu.Lock()
+	for p, f := range o.m {
+		if f.refs == 0 && idle(f) {
+			delete(o.m, p)
+			closing = append(closing, f)
+		}
+	}
+	o.mu.Unlock()
+	for _, f := range closing {
+		f.close()
+	}
+}
+
+// closeAll stops the reaper and closes every unused file.
+func (o *opens) closeAll() {
+	close(o.stop)
+	<-o.done
+	o.release(func(*openFile) bool { return true })
+}
+
+// open sends OPEN for p, read-only.
+func (t *tree) open(p string) (*openFile, error) {
+	e, err := t.lookup(p)
+	if err != nil {
+		return nil, err
+	}
+	switch e.attr.Mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		t.release(e)
+		return nil, errno("open", p, fuse.Status(syscall.EISDIR))
+	case syscall.S_IFLNK: // clients follow links themselves (READLINK)
+		t.release(e)
+		return nil, errno("open", p, fuse.Status(syscall.ELOOP))
+	}
+	var oo fuse.OpenOut
+	in := fuse.OpenIn{InHeader: t.header(e.id), Flags: uint32(os.O_RDONLY)}
+	if st := t.raw.Open(t.cancel, &in, &oo); st != fuse.OK {
+		t.release(e)
+		return nil, errno("open", p, st)
+	}
+	return &openFile{t: t, path: p, e: e, fh: oo.Fh, flush: oo.OpenFlags&fuse.FOPEN_NOFLUSH == 0, lastUsed: time.Now()}, nil
+}
+
+// readAt fills b from offset off (READ requests until b is full or the
+// file ends) and returns io.EOF with a short count at the end.
+func (f *openFile) readAt(b []byte, off int64) (int, error) {
+	n := 0
+	for n < len(b) {
+		in := fuse.ReadIn{InHeader: f.t.header(f.e.id), Fh: f.fh, Offset: uint64(off) + uint64(n), Size: uint32(min(len(b)-n, 1<<30))}
+		res, st := f.t.raw.Read(f.t.cancel, &in, b[n:])
+		if st != fuse.OK {
+			return n, errno("read", f.path, st)
+		}
+		data, st := res.Bytes(b[n:])
+		if st != fuse.OK {
+			res.Done()
+			return n, errno("read", f.path, st)
+		}
+		if len(data) > 0 && &data[0] != &b[n] {
+			copy(b[n:], data)
+		}
+		res.Done()
+		if len(data) == 0 {
+			return n, io.EOF
+		}
+		n += len(data)
+	}
+	return n, nil
+}
+
+// close sends FLUSH (unless the file system declined it) and RELEASE, and
+// returns the node's pin.
+func (f *openFile) close() {
+	h := f.t.header(f.e.id)
+	if f.flush {
+		f.t.raw.Flush(f.t.cancel, &fuse.FlushIn{InHeader: h, Fh: f.fh})
+	}
+	f.t.raw.Release(f.t.cancel, &fuse.ReleaseIn{InHeader: h, Fh: f.fh})
+	f.t.release(f.e)
+}
+
+// handle is a billy.File over an open file: go-nfs opens one per READ.
+type handle struct {
+	o    *opens
+	f    *openFile
+	name string
+	pos  int64
+	once sync.Once
+}
+
+func (h *handle) Name() string { return h.name }
+
+func (h *handle) ReadAt(b []byte, off int64) (int, error) { return h.f.readAt(b, off) }
+
+func (h *handle) Read(b []byte) (int, error) {
+	n, err := h.f.readAt(b, h.pos)
+	h.pos += int64(n)
+	return n, err
+}
+
+func (h *handle) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+		h.pos = off
+	case io.SeekCurrent:
+		h.pos += off
+	default:
+		return h.pos, errno("seek", h.f.path, fuse.EINVAL)
+	}
+	return h.pos, nil
+}
+
+func (h *handle) Write([]byte) (int, error) { return 0, errno("write", h.f.path, fuse.EROFS) }
+func (h *handle) Truncate(int64) error      { return errno("truncate", h.f.path, fuse.EROFS) }
+func (h *handle) Lock() error               { return nil }
+func (h *handle) Unlock() error             { return nil }
+
+func (h *handle) Close() error {
+	h.once.Do(func() { h.o.put(h.f) })
+	return nil
+}

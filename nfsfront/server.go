@@ -1,0 +1,74 @@
+package nfsfront
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	nfs "github.com/willscott/go-nfs"
+)
+
+// Options are a server's settings.
+type Options struct {
+	// UID and GID are the caller the tree sees in every request (NFSv3
+	// clients state theirs with AUTH_SYS, unverified; the tree's own
+	// owner is the one that counts).
+	UID, GID uint32
+	// Umask is the mask the mount applies to modes; READDIRPLUS
+	// attributes get it here (LOOKUP and GETATTR come masked).
+	Umask uint32
+	// Logger receives go-nfs's warnings and errors.
+	Logger *slog.Logger
+}
+
+// Server is a running NFS server.
+type Server struct {
+	l     net.Listener
+	fs    *FS
+	done  chan struct{}
+	err   error // set before done is closed
+	close sync.Once
+}
+
+// Serve serves raw over NFSv3 (with MOUNT on the same port) on l until
+// Close.
+func Serve(l net.Listener, raw fuse.RawFileSystem, opts Options) *Server {
+	if opts.Logger != nil {
+		setLogger(opts.Logger)
+	}
+	f := newFS(raw, opts)
+	s := &Server{l: l, fs: f, done: make(chan struct{})}
+	srv := &nfs.Server{Handler: newHandler(f), Context: context.Background()}
+	go func() {
+		defer close(s.done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, net.ErrClosed) {
+			s.err = fmt.Errorf("nfs server on %s: %w", l.Addr(), err)
+		}
+	}()
+	return s
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.l.Addr() }
+
+// Wait blocks until the server has stopped, and returns why if it failed.
+func (s *Server) Wait() error {
+	<-s.done
+	return s.err
+}
+
+// Close stops accepting connections and releases what the server holds
+// of the tree (open files, lookups). Connections already accepted are
+// left to end with their clients.
+func (s *Server) Close() error {
+	s.close.Do(func() {
+		s.l.Close()
+		<-s.done
+		s.fs.close()
+	})
+	return s.err
+}
