@@ -31,6 +31,7 @@ func init() {
 		{"append", "append Parquet files to a table as one new version", runAppend},
 		{"mount", "mount tables as directories of snapshots", runMount},
 		{"unmount", "unmount a deltafs mount", runUnmount},
+		{"serve", "serve tables over NFSv3, for machines without FUSE (serve nfs)", runServe},
 		{"demo", "mount a generated sample table and show what to try", runDemo},
 		{"csi", "serve the Kubernetes CSI node plugin", runCSI},
 	}
