@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -217,4 +218,48 @@ func TestNFSServesTheMountsTree(t *testing.T) {
 		t.Errorf("only %d files compared", files)
 	}
 	t.Logf("%d paths, %d files compared over %d tables", len(fuseSeen), files, len(names))
+}
+
+// A file the tree cannot serve (its deletion vector gone) is listed and
+// looked up with a size over NFS, as over FUSE, and its READ fails with
+// NFS3ERR_IO (not a permission error), its reason in the mount's status.
+func TestNFSUnservableFileIsIOError(t *testing.T) {
+	root := testenv.CopyFixture(t, fixtureDV)
+	dvs, _ := filepath.Glob(filepath.Join(root, "deletion_vector_*.bin"))
+	if len(dvs) == 0 {
+		t.Fatalf("%s: no deletion_vector_*.bin", fixtureDV)
+	}
+	for _, p := range dvs {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := latestSnapshot(t, root)
+	dvd := ""
+	for _, f := range liveFiles(t, snap) {
+		if f.Add.DeletionVector != nil {
+			dvd = f.Key
+			break
+		}
+	}
+	if dvd == "" {
+		t.Fatal("no live file with a deletion vector")
+	}
+	v := serveNFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, ReadOnly: true})
+	p := "t/@latest/" + dvd
+	p = strings.Replace(p, "@latest", fmt.Sprintf("@v%d", snap.Version()), 1)
+	fi, _, err := v.Lookup(p)
+	if err != nil || fi.Size() <= 0 {
+		t.Fatalf("lookup %s: %v, %v; want its size", p, fi, err)
+	}
+	f, err := v.Open(p)
+	if err != nil {
+		t.Fatalf("open %s: %v", p, err)
+	}
+	defer f.Close()
+	_, err = io.ReadAll(f)
+	var nerr *nfsc.Error
+	if !errors.As(err, &nerr) || nerr.ErrorNum != nfsc.NFS3ErrIO {
+		t.Errorf("read %s: %v, want NFS3ERR_IO", p, err)
+	}
 }

@@ -217,3 +217,19 @@ func (h *handle) Close() error {
 	h.once.Do(func() { h.o.put(h.f) })
 	return nil
 }
+
+// failed is a file whose OPEN failed: every read returns the reason.
+type failed struct {
+	name string
+	err  error
+}
+
+func (f *failed) Name() string                      { return f.name }
+func (f *failed) ReadAt([]byte, int64) (int, error) { return 0, f.err }
+func (f *failed) Read([]byte) (int, error)          { return 0, f.err }
+func (f *failed) Seek(int64, int) (int64, error)    { return 0, f.err }
+func (f *failed) Write([]byte) (int, error)         { return 0, f.err }
+func (f *failed) Truncate(int64) error              { return f.err }
+func (f *failed) Lock() error                       { return nil }
+func (f *failed) Unlock() error                     { return nil }
+func (f *failed) Close() error                      { return nil }

@@ -52,7 +52,13 @@ func (f *FS) OpenFile(name string, flag int, _ os.FileMode) (billy.File, error) 
 	p := clean(name)
 	of, err := f.opens.get(p)
 	if err != nil {
-		return nil, err
+		if os.IsNotExist(err) {
+			return nil, err
+		}
+		// go-nfs answers a failed open with NFS3ERR_ACCES; the tree's
+		// reason (EIO: a file that cannot be served) is a READ's error,
+		// which it answers with NFS3ERR_IO.
+		return &failed{name: name, err: err}, nil
 	}
 	return &handle{o: f.opens, f: of, name: name}, nil
 }
