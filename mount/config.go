@@ -30,8 +30,12 @@ type Source struct {
 type Config struct {
 	// Sources are the tables and warehouses to mount.
 	Sources []Source
-	// Mountpoint is the directory to mount on.
+	// Mountpoint is the directory to mount on (unused by ServeNFS).
 	Mountpoint string
+	// NFSSettle is how long ServeNFS keeps a file written over NFS open
+	// after its last WRITE before closing it, which commits a file under
+	// its final name in an inbox (default nfsfront.DefaultSettle).
+	NFSSettle time.Duration
 	// ReadOnly mounts with the "ro" option: the kernel refuses every
 	// write, and no table has an inbox/. (Snapshots are read-only
 	// regardless.)

@@ -44,7 +44,9 @@ func (n nfsFront) stop() error { return n.srv.Close() }
 // ServeNFS resolves cfg's sources as Mount does and serves the same tree
 // over NFSv3 on l (cfg.Mountpoint unused) until Unmount. Every request
 // goes through the same file system the FUSE mount runs (nodes' tree, the
-// umask, the metrics), translated by package nfsfront.
+// umask, the metrics), translated by package nfsfront; unless
+// cfg.ReadOnly, files written into an inbox are committed as there (see
+// nfsfront's write.go for when a file written over NFS is closed).
 func ServeNFS(ctx context.Context, cfg Config, l net.Listener) (*Server, error) {
 	s, root, err := open(ctx, cfg)
 	if err != nil {
@@ -52,7 +54,8 @@ func ServeNFS(ctx context.Context, cfg Config, l net.Listener) (*Server, error) 
 	}
 	opts := s.fuseOptions()
 	raw := &timedFS{RawFileSystem: withUmask(fs.NewNodeFS(root, opts), s.cfg.Umask), m: s.stats}
-	srv := nfsfront.Serve(l, raw, nfsfront.Options{UID: s.cfg.UID, GID: s.cfg.GID, Umask: s.cfg.Umask, Logger: s.cfg.Logger})
+	srv := nfsfront.Serve(l, raw, nfsfront.Options{UID: s.cfg.UID, GID: s.cfg.GID, Umask: s.cfg.Umask, Logger: s.cfg.Logger,
+		Writable: !s.cfg.ReadOnly, Settle: s.cfg.NFSSettle})
 	s.front = nfsFront{srv}
 	s.startRefresh()
 	return s, nil

@@ -28,6 +28,7 @@ type openFile struct {
 
 	refs     int       // guarded by opens.mu: READs in progress
 	lastUsed time.Time // guarded by opens.mu
+	stale    bool      // guarded by opens.mu: out of the map, closed by the last put
 }
 
 // opens is the set of open files, by path.
@@ -46,13 +47,24 @@ func newOpens(t *tree) *opens {
 }
 
 // get returns the open file of p, opening it when needed; the caller
-// must put it back.
+// must put it back. An open is shared only while the attributes the tree
+// gave its node are valid: a snapshot's file for long, a status file's
+// never (its content changes: each READ of it opens it again, as each
+// open(2) of it on a FUSE mount does).
 func (o *opens) get(p string) (*openFile, error) {
 	o.mu.Lock()
 	if f := o.m[p]; f != nil {
-		f.refs++
-		o.mu.Unlock()
-		return f, nil
+		if time.Now().Before(f.e.attrEnd) {
+			f.refs++
+			o.mu.Unlock()
+			return f, nil
+		}
+		delete(o.m, p)
+		if f.refs == 0 {
+			defer f.close()
+		} else {
+			f.stale = true // closed by its last put
+		}
 	}
 	o.mu.Unlock()
 	f, err := o.t.open(p)
@@ -61,7 +73,7 @@ func (o *opens) get(p string) (*openFile, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if other := o.m[p]; other != nil { // opened meanwhile: keep one
+	if other := o.m[p]; other != nil && !other.stale { // opened meanwhile: keep one
 		go f.close()
 		other.refs++
 		return other, nil
@@ -75,7 +87,11 @@ func (o *opens) put(f *openFile) {
 	o.mu.Lock()
 	f.refs--
 	f.lastUsed = time.Now()
+	last := f.stale && f.refs == 0
 	o.mu.Unlock()
+	if last {
+		f.close()
+	}
 }
 
 // reap releases the files idle for openIdle, until closeAll.

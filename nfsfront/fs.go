@@ -1,6 +1,7 @@
 package nfsfront
 
 import (
+	"cmp"
 	"os"
 	"path"
 	"strings"
@@ -9,13 +10,14 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// FS is the tree as the go-billy file system go-nfs serves: read-only
-// (go-nfs answers every change with NFS3ERR_ROFS when the file system
-// lacks billy.WriteCapability).
+// FS is the tree as the go-billy file system go-nfs serves. A read-only
+// one lacks billy.WriteCapability, and go-nfs answers every change with
+// NFS3ERR_ROFS.
 type FS struct {
-	t     *tree
-	opens *opens
-	mask  uint32 // the umask READDIRPLUS attributes get (see Options.Umask)
+	t      *tree
+	opens  *opens
+	writes *writes // nil: read-only
+	mask   uint32  // the umask READDIRPLUS attributes get (see Options.Umask)
 }
 
 var (
@@ -25,16 +27,28 @@ var (
 
 func newFS(raw fuse.RawFileSystem, opts Options) *FS {
 	t := newTree(raw, fuse.Caller{Owner: fuse.Owner{Uid: opts.UID, Gid: opts.GID}})
-	return &FS{t: t, opens: newOpens(t), mask: opts.Umask & 0o777}
+	f := &FS{t: t, opens: newOpens(t), mask: opts.Umask & 0o777}
+	if opts.Writable {
+		f.writes = newWrites(t, cmp.Or(opts.Settle, DefaultSettle))
+	}
+	return f
 }
 
-// Capabilities says the file system reads and seeks, never writes.
+// Capabilities says what the file system does: read and seek, and write
+// unless it is read-only.
 func (f *FS) Capabilities() billy.Capability {
-	return billy.ReadCapability | billy.SeekCapability
+	c := billy.ReadCapability | billy.SeekCapability
+	if f.writes != nil {
+		c |= billy.WriteCapability | billy.ReadAndWriteCapability
+	}
+	return c
 }
 
 // close releases every open file and every lookup held.
 func (f *FS) close() {
+	if f.writes != nil {
+		f.writes.stopAll()
+	}
 	f.opens.closeAll()
 	f.t.forgetAll()
 }
@@ -44,12 +58,30 @@ func rofs(op, name string) error { return errno(op, clean(name), fuse.EROFS) }
 // Open opens a file for reading.
 func (f *FS) Open(name string) (billy.File, error) { return f.OpenFile(name, os.O_RDONLY, 0) }
 
-// OpenFile opens a file for reading; any other flag is refused (EROFS).
-func (f *FS) OpenFile(name string, flag int, _ os.FileMode) (billy.File, error) {
-	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
-		return nil, rofs("open", name)
-	}
+// OpenFile opens a file for reading, or for writing (go-nfs opens with
+// O_RDWR for each WRITE, and O_WRONLY|O_EXCL to truncate); writing to a
+// read-only file system is refused (EROFS).
+func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
 	p := clean(name)
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		if f.writes == nil {
+			return nil, rofs("open", name)
+		}
+		if flag&os.O_CREATE != 0 {
+			if _, err := f.Lstat(p); err != nil {
+				wf, err := f.writes.create(p, perm)
+				if err != nil {
+					return nil, err
+				}
+				return &writeHandle{f: wf, name: name}, nil
+			}
+		}
+		wf, err := f.writes.get(p)
+		if err != nil {
+			return nil, err
+		}
+		return &writeHandle{f: wf, name: name}, nil
+	}
 	of, err := f.opens.get(p)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -130,12 +162,3 @@ func (f *FS) Root() string { return "/" }
 func (f *FS) Chroot(p string) (billy.Filesystem, error) {
 	return nil, errno("chroot", clean(p), fuse.ENOSYS)
 }
-
-// The changes: refused, the tree is served read-only over NFS.
-
-func (f *FS) Create(name string) (billy.File, error)     { return nil, rofs("create", name) }
-func (f *FS) Rename(from, _ string) error                { return rofs("rename", from) }
-func (f *FS) Remove(name string) error                   { return rofs("remove", name) }
-func (f *FS) MkdirAll(name string, _ os.FileMode) error  { return rofs("mkdir", name) }
-func (f *FS) Symlink(_, link string) error               { return rofs("symlink", link) }
-func (f *FS) TempFile(dir, _ string) (billy.File, error) { return nil, rofs("create", dir) }

@@ -69,10 +69,15 @@ func (h *handler) Mount(_ context.Context, _ net.Conn, req nfs.MountRequest) (nf
 	return nfs.MountStatusOk, h.fs, []nfs.AuthFlavor{nfs.AuthFlavorNull, nfs.AuthFlavorUnix}
 }
 
-// Change is nil: no attribute of the tree is changed over NFS.
-func (h *handler) Change(billy.Filesystem) billy.Change { return nil }
+// Change sends attribute changes to the tree (nil when read-only).
+func (h *handler) Change(billy.Filesystem) billy.Change {
+	if h.fs.writes == nil {
+		return nil
+	}
+	return changer{h.fs}
+}
 
-// FSStat reports no space: nothing is written through this front end.
+// FSStat reports no sizes: the tree's space is its stores'.
 func (h *handler) FSStat(context.Context, billy.Filesystem, *nfs.FSStat) error { return nil }
 
 // ToHandle returns the handle of path.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	nfs "github.com/willscott/go-nfs"
@@ -23,7 +24,19 @@ type Options struct {
 	Umask uint32
 	// Logger receives go-nfs's warnings and errors.
 	Logger *slog.Logger
+	// Writable lets clients change the tree (where the tree allows it: an
+	// inbox); otherwise every change is NFS3ERR_ROFS.
+	Writable bool
+	// Settle is how long a file written over NFS stays open after its
+	// last WRITE before it is closed (and, under a final name in an
+	// inbox, committed). Default DefaultSettle.
+	Settle time.Duration
 }
+
+// DefaultSettle is Options.Settle's default: longer than the gap between
+// a client's WRITEs of one file, short enough that a copy's version
+// appears while its user looks.
+const DefaultSettle = 3 * time.Second
 
 // Server is a running NFS server.
 type Server struct {

@@ -183,6 +183,18 @@ func (t *tree) readlink(p string) (string, error) {
 	return string(b), nil
 }
 
+// forget drops p and the paths below it from the cache (a rename or a
+// removal moved them): their next use looks them up again.
+func (t *tree) forget(p string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range t.entries.Keys() {
+		if k == p || strings.HasPrefix(k, p+"/") {
+			t.entries.Remove(k)
+		}
+	}
+}
+
 // forgetAll returns every lookup held.
 func (t *tree) forgetAll() {
 	t.mu.Lock()

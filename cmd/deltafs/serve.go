@@ -16,9 +16,14 @@ import (
 const serveNFSHelp = `Serve Delta tables over NFSv3 (with MOUNT on the same TCP port, export /),
 for machines without FUSE: the OS's own NFS client mounts them. The tree is
 the one 'deltafs mount' serves (tables, @latest, @vN, @<time>, data files with
-deleted rows removed, _history.jsonl), byte for byte; over NFS it is
-read-only for now (every change is NFS3ERR_ROFS; appends go through a FUSE
-mount's inbox/ or 'deltafs append').
+deleted rows removed, _history.jsonl, inbox/), byte for byte.
+
+Appends: NFS has no close, so a file written into inbox/ commits
+  - when renamed from a temporary name to a final one (cp to .x.tmp, then mv
+    to x.parquet; rsync does this): the rename's answer is the commit's;
+  - under a final name, once no write came for --settle (default 3s): the
+    client was answered before; the outcome is in inbox/_status.jsonl.
+A directory renamed in is one version, as on a FUSE mount.
 
 SOURCE and the flags are those of 'deltafs mount' (see 'deltafs mount
 --help'); flags about the kernel mount (--allow-other, --no-passthrough,
@@ -45,6 +50,7 @@ func runServe(ctx context.Context, args []string) error {
 	var f mountFlags
 	f.define(flags)
 	addr := flags.String("addr", "127.0.0.1:2049", "listen on `HOST:PORT` (a port of 0 picks a free one)")
+	settle := flags.Duration("settle", 0, "how long a file written under its final name in an inbox stays open after its last write before it commits (`DURATION`, default 3s)")
 	allow := flags.String("allow", "", "client `ADDRESSES`: IPs and CIDR networks, comma-separated, that may connect (needed for a non-loopback --addr; 0.0.0.0/0,::/0 for anyone)")
 	switch {
 	case len(args) > 0 && args[0] == "nfs":
@@ -84,7 +90,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg.ReadOnly = true
+	cfg.NFSSettle = *settle
 	return serveNFS(ctx, cfg, &f, *addr, nets)
 }
 
@@ -144,8 +150,12 @@ func serveNFS(ctx context.Context, cfg mount.Config, f *mountFlags, addr string,
 	}
 	stopMetrics := serveMetrics(metrics, srv, cfg.Logger)
 	defer stopMetrics()
-	fmt.Fprintf(out, "deltafs: serving %s over NFSv3 at %s (read-only), clients %s\n",
-		tablesCount(len(srv.Tables())), srv.Addr(), prefixesString(nets))
+	mode := "appends through inbox/"
+	if cfg.ReadOnly {
+		mode = "read-only"
+	}
+	fmt.Fprintf(out, "deltafs: serving %s over NFSv3 at %s (%s), clients %s\n",
+		tablesCount(len(srv.Tables())), srv.Addr(), mode, prefixesString(nets))
 	for name, err := range srv.Refused() {
 		fmt.Fprintf(out, "deltafs: table %s refused: %v\n", name, firstLine(err))
 	}

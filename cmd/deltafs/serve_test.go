@@ -22,7 +22,7 @@ import (
 // write is refused, and SIGINT stops the server with a line that says so.
 func TestServeNFS(t *testing.T) {
 	table := testenv.Fixture(t, "dat/basic_append")
-	cmd := exec.Command(binary, "serve", "nfs", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "t="+table)
+	cmd := exec.Command(binary, "serve", "nfs", "--read-only", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "t="+table)
 	var stderr syncWriter
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

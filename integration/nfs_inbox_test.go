@@ -1,0 +1,169 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	nfsc "github.com/willscott/go-nfs-client/nfs"
+
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
+	"github.com/deltafs/deltafs/mount"
+)
+
+// nfsWrite creates p over NFS and writes data in the client's WRITE
+// sizes, then COMMITs (the client's close).
+func nfsWrite(t *testing.T, v *nfsc.Target, p string, data []byte) {
+	t.Helper()
+	f, err := v.OpenFile(p, 0o644)
+	if err != nil {
+		t.Fatalf("create %s over NFS: %v", p, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatalf("write %s over NFS: %v", p, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("commit %s over NFS: %v", p, err)
+	}
+}
+
+// nfsStatus reads inbox/_status.jsonl over NFS.
+func nfsStatus(t *testing.T, v *nfsc.Target) []inboxEvent {
+	t.Helper()
+	f, err := v.Open("t/inbox/_status.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []inboxEvent
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var e inboxEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("status line %s: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func lastNFSStatus(t *testing.T, v *nfsc.Target) inboxEvent {
+	t.Helper()
+	ev := nfsStatus(t, v)
+	if len(ev) == 0 {
+		t.Fatal("no status line")
+	}
+	return ev[len(ev)-1]
+}
+
+// Appends over NFS, as a FUSE mount's inbox takes them: a temporary name
+// renamed to a final one commits in the RENAME (whose answer is the
+// commit's); a file refused fails its RENAME and changes nothing; a
+// directory renamed in is one version; a file written under its final
+// name commits once quiet for the settle time; a write into a snapshot
+// is refused.
+func TestNFSInboxAppends(t *testing.T) {
+	testenv.RequireFUSE(t) // the differential half of the suite mounts; this part only needs the tree
+	root := testenv.CopyFixture(t, fixturePartitioned)
+	v := serveNFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, NFSSettle: 300 * time.Millisecond})
+	before := latestSnapshot(t, root)
+	rows := func(i int64) []byte {
+		return parquetBytes(t, []basicDataRow{{ptr(1000 + i), ptr(float64(i))}, {ptr(2000 + i), nil}})
+	}
+
+	t.Run("rename commits", func(t *testing.T) {
+		if _, err := v.Mkdir("t/inbox/letter=zz", 0o755); err != nil {
+			t.Fatalf("mkdir over NFS: %v", err)
+		}
+		nfsWrite(t, v, "t/inbox/letter=zz/.new.parquet.tmp", rows(1))
+		checkUnchanged(t, root, before)
+		if err := v.Rename("t/inbox/letter=zz/.new.parquet.tmp", "t/inbox/letter=zz/new.parquet"); err != nil {
+			t.Fatalf("rename over NFS: %v", err)
+		}
+		// The rename was answered: the version exists.
+		after := latestSnapshot(t, root)
+		if after.Version() != before.Version()+1 || commitAdds(t, root, after.Version()) != 1 {
+			t.Fatalf("after the rename: version %d, want %d with one add", after.Version(), before.Version()+1)
+		}
+		if e := lastNFSStatus(t, v); e.Version == nil || *e.Version != after.Version() {
+			t.Errorf("last status %+v, want version %d", e, after.Version())
+		}
+		before = after
+	})
+
+	t.Run("refused rename", func(t *testing.T) {
+		nfsWrite(t, v, "t/inbox/letter=zz/.bad.tmp", []byte("not parquet"))
+		if err := v.Rename("t/inbox/letter=zz/.bad.tmp", "t/inbox/letter=zz/bad.parquet"); err == nil {
+			t.Fatal("rename of a file that is not Parquet: no error")
+		}
+		checkUnchanged(t, root, before)
+		if e := lastNFSStatus(t, v); e.Error == "" || e.Version != nil {
+			t.Errorf("last status %+v, want the refusal", e)
+		}
+	})
+
+	t.Run("batch", func(t *testing.T) {
+		for _, d := range []string{"t/inbox/.b", "t/inbox/.b/letter=a", "t/inbox/.b/letter=b"} {
+			if _, err := v.Mkdir(d, 0o755); err != nil {
+				t.Fatalf("mkdir %s over NFS: %v", d, err)
+			}
+		}
+		for i, p := range []string{"t/inbox/.b/letter=a/p1.parquet", "t/inbox/.b/letter=b/p2.parquet"} {
+			nfsWrite(t, v, p, rows(int64(10+i)))
+		}
+		checkUnchanged(t, root, before)
+		if err := v.Rename("t/inbox/.b", "t/inbox/b"); err != nil {
+			t.Fatalf("rename of the batch over NFS: %v", err)
+		}
+		after := latestSnapshot(t, root)
+		if after.Version() != before.Version()+1 || commitAdds(t, root, after.Version()) != 2 {
+			t.Fatalf("after the batch: version %d, want %d with two adds", after.Version(), before.Version()+1)
+		}
+		before = after
+	})
+
+	t.Run("settle commits a final name", func(t *testing.T) {
+		nfsWrite(t, v, "t/inbox/letter=zz/final.parquet", rows(3))
+		var after int64
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if after = latestSnapshot(t, root).Version(); after > before.Version() {
+				break
+			}
+		}
+		if after != before.Version()+1 || commitAdds(t, root, after) != 1 {
+			t.Fatalf("version %d after the settle time, want %d with one add", after, before.Version()+1)
+		}
+		if e := lastNFSStatus(t, v); e.Version == nil || *e.Version != after || e.File != "letter=zz/final.parquet" {
+			t.Errorf("last status %+v, want letter=zz/final.parquet as version %d", e, after)
+		}
+		before = latestSnapshot(t, root)
+	})
+
+	t.Run("snapshots refuse writes", func(t *testing.T) {
+		snap := fmt.Sprintf("t/@v%d", before.Version())
+		if _, err := v.Create(snap+"/x.parquet", 0o644); err == nil {
+			t.Error("create in a snapshot over NFS: no error")
+		}
+		entries, err := v.ReadDirPlus(snap + "/letter=a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Name() != "." && e.Name() != ".." {
+				if err := v.Remove(snap + "/letter=a/" + e.Name()); err == nil {
+					t.Errorf("remove of %s in a snapshot over NFS: no error", e.Name())
+				}
+				break
+			}
+		}
+		checkUnchanged(t, root, before)
+	})
+}
