@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,18 +57,19 @@ Examples:
 `
 
 type mountFlags struct {
-	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter, partitionColumns, strict bool
-	uid, gid                                                                                           uint
-	cacheDir, cacheSize, memoryCacheSize, snapshotCache, validationMemory, logLevel, umask             string
-	configFile, logFile, metricsAddr, maxParquetFooter, volume                                         string
-	maxParquetColumns                                                                                  int
-	refresh, inboxStaleAfter, commitTimeout                                                            time.Duration
+	readOnly, allowOther, xattrs, noPassthrough, debug, daemon, singleWriter, partitionColumns, strict, nfs bool
+	uid, gid                                                                                                uint
+	cacheDir, cacheSize, memoryCacheSize, snapshotCache, validationMemory, logLevel, umask                  string
+	configFile, logFile, metricsAddr, maxParquetFooter, volume                                              string
+	maxParquetColumns                                                                                       int
+	refresh, inboxStaleAfter, commitTimeout                                                                 time.Duration
 }
 
 func runMount(ctx context.Context, args []string) error {
 	flags := newFlags("mount", "[SOURCE...] MOUNTPOINT", fmt.Sprintf(mountHelp, indent(configExample)))
 	var f mountFlags
 	f.define(flags)
+	flags.BoolVar(&f.nfs, "nfs", false, "mount through the OS's NFS client instead of FUSE (no FUSE needed: macOS): serves the tables on a free loopback port and runs mount_nfs (macOS) or mount -t nfs (Linux); see 'deltafs serve nfs --help'")
 	pos, err := parseFlags(flags, args)
 	if err != nil {
 		return err
@@ -81,6 +83,12 @@ func runMount(ctx context.Context, args []string) error {
 	}
 	if err := checkMountpoint(cfg.Mountpoint); err != nil {
 		return err
+	}
+	if f.nfs {
+		if f.daemon {
+			return usageError(flags, "--nfs runs in the foreground (no --daemon)")
+		}
+		return serveNFSMount(ctx, cfg, &f)
 	}
 	if f.daemon && !isDaemonChild() {
 		return daemonize(args, f.logFile)
@@ -339,8 +347,14 @@ func runUnmount(ctx context.Context, args []string) error {
 	return unmountPath(pos[0], *lazy)
 }
 
-// unmountPath unmounts dir: umount2 as root, fusermount3 otherwise.
+// unmountPath unmounts dir: umount2 as root, fusermount3 otherwise (umount
+// for an NFS mount).
 func unmountPath(dir string, lazy bool) error {
+	if abs, err := filepath.Abs(dir); err == nil && os.Geteuid() != 0 {
+		if m, err := mountOf(abs); err == nil && m.found && m.point == abs && isNFSMount(m) {
+			return runUnmountCommand(nfsUnmountCommand(runtime.GOOS, dir, lazy))
+		}
+	}
 	if os.Geteuid() == 0 {
 		flags := 0
 		if lazy {

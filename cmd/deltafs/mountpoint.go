@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -12,8 +13,8 @@ import (
 // its type ("fuse.deltafs", "tmpfs", ...). found is false where the
 // system does not say (no /proc/self/mountinfo).
 type mountInfo struct {
-	point, fstype string
-	found         bool
+	point, fstype, source string
+	found                 bool
 }
 
 const deltafsType = "fuse.deltafs"
@@ -85,10 +86,16 @@ func checkUnmount(dir string) error {
 	if m.point != abs {
 		return fmt.Errorf("unmount %s: not mounted (it is a directory of the %s mount at %s)", dir, m.fstype, m.point)
 	}
-	if m.fstype != deltafsType {
+	if m.fstype != deltafsType && !isNFSMount(m) {
 		return fmt.Errorf("unmount %s: it is a %s mount, not deltafs: refusing (use umount for it)", dir, m.fstype)
 	}
 	return nil
+}
+
+// isNFSMount reports whether m is the kind of NFS mount 'deltafs mount
+// --nfs' makes: NFSv3 of a server on loopback.
+func isNFSMount(m mountInfo) bool {
+	return strings.HasPrefix(m.fstype, "nfs") && strings.HasPrefix(m.source, nfsLoopback+":")
 }
 
 // checkNotInMount refuses a table location that is a path inside a

@@ -44,6 +44,9 @@ func mountOf(abs string) (mountInfo, error) {
 			continue
 		}
 		best = mountInfo{point: point, fstype: fields[sep+1], found: true}
+		if sep+2 < len(fields) {
+			best.source = unescapeMount(fields[sep+2])
+		}
 	}
 	return best, sc.Err()
 }

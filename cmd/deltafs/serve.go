@@ -122,7 +122,12 @@ func allowedClients(addr, allow string) ([]netip.Prefix, error) {
 	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() {
 		return nil, fmt.Errorf("--addr %s is not a loopback address: NFSv3 has no authentication, so name the clients that may connect with --allow", addr)
 	}
-	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, nil
+	return loopbackNets(), nil
+}
+
+// loopbackNets are the loopback networks, the clients allowed by default.
+func loopbackNets() []netip.Prefix {
+	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 }
 
 // serveNFS serves cfg's tables on addr until ctx ends (a signal).

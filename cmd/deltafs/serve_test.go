@@ -126,3 +126,65 @@ func TestServeNFSAllow(t *testing.T) {
 		t.Errorf("serve smb: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// The OS mount commands of 'deltafs mount --nfs', as strings (this
+// machine's kernel has no NFS client to run them).
+func TestNFSMountCommands(t *testing.T) {
+	for _, c := range []struct {
+		goos string
+		want string
+	}{
+		{"darwin", "mount_nfs -o vers=3,tcp,port=12049,mountport=12049,actimeo=1,nolocks,locallocks,noresvport 127.0.0.1:/ /Volumes/delta"},
+		{"linux", "mount -t nfs -o vers=3,tcp,port=12049,mountport=12049,actimeo=1,nolock 127.0.0.1:/ /Volumes/delta"},
+	} {
+		if got := strings.Join(nfsMountCommand(c.goos, 12049, "/Volumes/delta"), " "); got != c.want {
+			t.Errorf("%s: %q\nwant %q", c.goos, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		goos string
+		lazy bool
+		want string
+	}{
+		{"darwin", false, "umount /mnt/d"}, {"darwin", true, "umount -f /mnt/d"},
+		{"linux", false, "umount /mnt/d"}, {"linux", true, "umount -l /mnt/d"},
+	} {
+		if got := strings.Join(nfsUnmountCommand(c.goos, "/mnt/d", c.lazy), " "); got != c.want {
+			t.Errorf("%s lazy=%v: %q, want %q", c.goos, c.lazy, got, c.want)
+		}
+	}
+	// deltafs unmount takes an NFS mount of a loopback server, and no other.
+	for _, c := range []struct {
+		m    mountInfo
+		want bool
+	}{
+		{mountInfo{fstype: "nfs", source: "127.0.0.1:/"}, true},
+		{mountInfo{fstype: "nfs4", source: "127.0.0.1:/"}, true},
+		{mountInfo{fstype: "nfs", source: "fileserver:/export"}, false},
+		{mountInfo{fstype: "ext4", source: "/dev/vda"}, false},
+	} {
+		if got := isNFSMount(c.m); got != c.want {
+			t.Errorf("isNFSMount(%+v) = %v", c.m, got)
+		}
+	}
+}
+
+// Where the OS's NFS mount fails (here: no mount command on PATH),
+// 'deltafs mount --nfs' says which command failed and why, exits 1 and
+// leaves nothing behind.
+func TestMountNFSFailureSaysTheCommand(t *testing.T) {
+	mnt := t.TempDir()
+	cmd := exec.Command(binary, "mount", "--nfs", "--read-only", "--cache-dir", t.TempDir(), "t="+testenv.Fixture(t, "dat/basic_append"), mnt)
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	errOut := stderr.String()
+	if err == nil || code != 1 || !strings.Contains(errOut, "over NFS: mount -t nfs -o vers=3,tcp,port=") || !strings.Contains(errOut, " 127.0.0.1:/ "+mnt) {
+		t.Errorf("exit %d, stderr %q; want 1 and the failed mount command", code, errOut)
+	}
+	if names, _ := os.ReadDir(mnt); len(names) != 0 {
+		t.Errorf("mountpoint holds %d entries after a failed mount", len(names))
+	}
+}
