@@ -15,8 +15,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
@@ -29,6 +31,14 @@ import (
 // to a fresh temp dir), stopped when the test ends, and returns a client
 // of the export (the user-space client: this kernel has no NFS client).
 func serveNFS(t *testing.T, cfg mount.Config) *nfsc.Target {
+	t.Helper()
+	v, _ := serveNFSStoppable(t, cfg)
+	return v
+}
+
+// serveNFSStoppable is serveNFS, with a function that stops the server
+// (and closes the client) before the test ends.
+func serveNFSStoppable(t *testing.T, cfg mount.Config) (*nfsc.Target, func()) {
 	t.Helper()
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = t.TempDir()
@@ -44,23 +54,32 @@ func serveNFS(t *testing.T, cfg mount.Config) *nfsc.Target {
 	if err != nil {
 		t.Fatalf("serve nfs: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("stop nfs server: %v", err)
-		}
-	})
 	c, err := rpc.DialTCP("tcp", srv.Addr(), false)
 	if err != nil {
+		srv.Unmount()
 		t.Fatal(err)
 	}
 	v, err := (&nfsc.Mount{Client: c}).Mount("/", rpc.AuthNull)
 	if err != nil {
 		c.Close()
+		srv.Unmount()
 		t.Fatalf("mount /: %v", err)
 	}
-	t.Cleanup(func() { v.Close() })
-	return v
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			v.Close()
+			if err := srv.Unmount(); err != nil {
+				t.Errorf("stop nfs server: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return v, stop
 }
+
+// journalFlushWait is longer than nfsfront's journal flush period.
+const journalFlushWait = 200 * time.Millisecond
 
 // seen is what a walk saw of one path.
 type seen struct {
@@ -261,5 +280,47 @@ func TestNFSUnservableFileIsIOError(t *testing.T) {
 	var nerr *nfsc.Error
 	if !errors.As(err, &nerr) || nerr.ErrorNum != nfsc.NFS3ErrIO {
 		t.Errorf("read %s: %v, want NFS3ERR_IO", p, err)
+	}
+}
+
+// Handles survive a restart of the server with the same cache dir: a
+// client's handle of a data file from the first run reads the same
+// attributes from the second; with another cache dir it is stale.
+func TestNFSHandlesSurviveRestart(t *testing.T) {
+	table := testenv.Fixture(t, fixtureDV)
+	cache := t.TempDir()
+	cfg := mount.Config{Sources: []mount.Source{{Name: "t", URL: table}}, ReadOnly: true, CacheDir: cache}
+	first, stop := serveNFSStoppable(t, cfg)
+	entries, err := first.ReadDirPlus("t/@v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fh []byte
+	var want *nfsc.Fattr
+	for _, e := range entries {
+		if e.Name() == "." || e.Name() == ".." || !e.Handle.IsSet {
+			continue
+		}
+		fh, want = e.Handle.FH, &e.Attr.Attr
+		break
+	}
+	if fh == nil {
+		t.Fatal("no entry with a handle in t/@v1")
+	}
+	stop()
+	time.Sleep(2 * journalFlushWait)
+
+	second := serveNFS(t, cfg)
+	got, err := second.GetAttr(fh)
+	if err != nil {
+		t.Fatalf("GETATTR of a handle from before the restart: %v", err)
+	}
+	if got.Fileid != want.Fileid || got.Filesize != want.Filesize {
+		t.Errorf("after the restart: ino %d size %d, before ino %d size %d", got.Fileid, got.Filesize, want.Fileid, want.Filesize)
+	}
+	cfg.CacheDir = t.TempDir()
+	other := serveNFS(t, cfg)
+	if _, err := other.GetAttr(fh); err == nil {
+		t.Error("a server without the journal knew the handle")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -41,6 +42,10 @@ func (n nfsFront) wait() { n.srv.Wait() }
 
 func (n nfsFront) stop() error { return n.srv.Close() }
 
+// nfsHandleJournal is the file under the cache dir that keeps the NFS
+// handles given to clients across restarts.
+const nfsHandleJournal = "nfs-handles.journal"
+
 // ServeNFS resolves cfg's sources as Mount does and serves the same tree
 // over NFSv3 on l (cfg.Mountpoint unused) until Unmount. Every request
 // goes through the same file system the FUSE mount runs (nodes' tree, the
@@ -55,7 +60,7 @@ func ServeNFS(ctx context.Context, cfg Config, l net.Listener) (*Server, error) 
 	opts := s.fuseOptions()
 	raw := &timedFS{RawFileSystem: withUmask(fs.NewNodeFS(root, opts), s.cfg.Umask), m: s.stats}
 	srv := nfsfront.Serve(l, raw, nfsfront.Options{UID: s.cfg.UID, GID: s.cfg.GID, Umask: s.cfg.Umask, Logger: s.cfg.Logger,
-		Writable: !s.cfg.ReadOnly, Settle: s.cfg.NFSSettle})
+		Writable: !s.cfg.ReadOnly, Settle: s.cfg.NFSSettle, HandleJournal: filepath.Join(s.cfg.CacheDir, nfsHandleJournal)})
 	s.front = nfsFront{srv}
 	s.startRefresh()
 	return s, nil

@@ -23,22 +23,23 @@ import (
 // A handle is a hash of the path (handleSize bytes): the same path has the
 // same handle in every run of the server, which a client holding handles
 // across a restart needs. Going back from a handle to its path needs the
-// path to have been seen since the server started (a LOOKUP, a listing);
-// an unknown handle is NFS3ERR_STALE, and the client looks the path up
-// again from the export's root.
+// path to have been given out before, in this run or one whose journal
+// this run read (handles.go); an unknown handle is NFS3ERR_STALE, and the
+// client looks the path up again from the export's root.
 type handler struct {
-	fs *FS
+	fs      *FS
+	handles *handles
 
 	mu       sync.Mutex
-	paths    *lru.Cache[[handleSize]byte, string]  // guarded by mu: handle → path
 	listings *lru.Cache[listingKey, []fs.FileInfo] // guarded by mu: READDIR pages' listings
 }
 
 // handleSize is the length of a file handle (NFSv3 allows up to 64).
 const handleSize = 16
 
-// maxHandles bounds the handles remembered (about 100 bytes each).
-const maxHandles = 1 << 20
+// maxHandles bounds the handles remembered (about 150 bytes each, in
+// memory and in the journal).
+const maxHandles = 1 << 18
 
 // maxListings bounds the directory listings kept for READDIR(PLUS)
 // continuations.
@@ -54,9 +55,8 @@ var (
 	_ nfs.CachingHandler = (*handler)(nil)
 )
 
-func newHandler(f *FS) *handler {
-	h := &handler{fs: f}
-	h.paths, _ = lru.New[[handleSize]byte, string](maxHandles)
+func newHandler(f *FS, hs *handles) *handler {
+	h := &handler{fs: f, handles: hs}
 	h.listings, _ = lru.New[listingKey, []fs.FileInfo](maxListings)
 	return h
 }
@@ -83,9 +83,7 @@ func (h *handler) FSStat(context.Context, billy.Filesystem, *nfs.FSStat) error {
 // ToHandle returns the handle of path.
 func (h *handler) ToHandle(_ billy.Filesystem, p []string) []byte {
 	key := handleOf(strings.Join(p, "/"))
-	h.mu.Lock()
-	h.paths.Add(key, clean(strings.Join(p, "/")))
-	h.mu.Unlock()
+	h.handles.add(key, clean(strings.Join(p, "/")))
 	return key[:]
 }
 
@@ -107,9 +105,7 @@ func (h *handler) FromHandle(fh []byte) (billy.Filesystem, []string, error) {
 	if key == handleOf("") {
 		return h.fs, []string{}, nil
 	}
-	h.mu.Lock()
-	p, ok := h.paths.Get(key)
-	h.mu.Unlock()
+	p, ok := h.handles.get(key)
 	if !ok {
 		return nil, nil, errStale
 	}
@@ -119,9 +115,7 @@ func (h *handler) FromHandle(fh []byte) (billy.Filesystem, []string, error) {
 // InvalidateHandle forgets a handle (go-nfs calls it for removed files).
 func (h *handler) InvalidateHandle(_ billy.Filesystem, fh []byte) error {
 	if len(fh) == handleSize {
-		h.mu.Lock()
-		h.paths.Remove([handleSize]byte(fh))
-		h.mu.Unlock()
+		h.handles.remove([handleSize]byte(fh))
 	}
 	return nil
 }

@@ -27,6 +27,10 @@ type Options struct {
 	// Writable lets clients change the tree (where the tree allows it: an
 	// inbox); otherwise every change is NFS3ERR_ROFS.
 	Writable bool
+	// HandleJournal is the file that keeps the handles given to clients
+	// across restarts ("": none; a restarted server then answers a
+	// client's old handles with NFS3ERR_STALE).
+	HandleJournal string
 	// Settle is how long a file written over NFS stays open after its
 	// last WRITE before it is closed (and, under a final name in an
 	// inbox, committed). Default DefaultSettle.
@@ -40,11 +44,12 @@ const DefaultSettle = 3 * time.Second
 
 // Server is a running NFS server.
 type Server struct {
-	l     net.Listener
-	fs    *FS
-	done  chan struct{}
-	err   error // set before done is closed
-	close sync.Once
+	l       net.Listener
+	fs      *FS
+	handles *handles
+	done    chan struct{}
+	err     error // set before done is closed
+	close   sync.Once
 }
 
 // Serve serves raw over NFSv3 (with MOUNT on the same port) on l until
@@ -54,8 +59,9 @@ func Serve(l net.Listener, raw fuse.RawFileSystem, opts Options) *Server {
 		setLogger(opts.Logger)
 	}
 	f := newFS(raw, opts)
-	s := &Server{l: l, fs: f, done: make(chan struct{})}
-	srv := &nfs.Server{Handler: newHandler(f), Context: context.Background()}
+	hs := newHandles(opts.HandleJournal, opts.Logger)
+	s := &Server{l: l, fs: f, handles: hs, done: make(chan struct{})}
+	srv := &nfs.Server{Handler: newHandler(f, hs), Context: context.Background()}
 	go func() {
 		defer close(s.done)
 		if err := srv.Serve(l); err != nil && !errors.Is(err, net.ErrClosed) {
@@ -82,6 +88,7 @@ func (s *Server) Close() error {
 		s.l.Close()
 		<-s.done
 		s.fs.close()
+		s.handles.close()
 	})
 	return s.err
 }
