@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -147,6 +149,29 @@ func TestNFSInboxAppends(t *testing.T) {
 		before = latestSnapshot(t, root)
 	})
 
+	t.Run("a client gone mid-write commits nothing", func(t *testing.T) {
+		data := rows(5)
+		f, err := v.OpenFile("t/inbox/letter=zz/cut.parquet", 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(data[:len(data)/2]); err != nil {
+			t.Fatal(err)
+		}
+		// No more WRITE, no COMMIT: the client is gone. Once the settle
+		// time has passed the file is closed, refused (not Parquet: cut),
+		// and the table is unchanged.
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if e := lastNFSStatus(t, v); e.File == "letter=zz/cut.parquet" {
+				break
+			}
+		}
+		if e := lastNFSStatus(t, v); e.File != "letter=zz/cut.parquet" || e.Error == "" || e.Version != nil {
+			t.Errorf("last status %+v, want cut.parquet refused", e)
+		}
+		checkUnchanged(t, root, before)
+	})
+
 	t.Run("snapshots refuse writes", func(t *testing.T) {
 		snap := fmt.Sprintf("t/@v%d", before.Version())
 		if _, err := v.Create(snap+"/x.parquet", 0o644); err == nil {
@@ -166,4 +191,110 @@ func TestNFSInboxAppends(t *testing.T) {
 		}
 		checkUnchanged(t, root, before)
 	})
+}
+
+// A front end as a test script drives it.
+type frontEnd interface {
+	mkdir(p string) error
+	write(p string, data []byte) error
+	rename(from, to string) error
+	status() []inboxEvent
+}
+
+type fuseFront struct {
+	t   *testing.T
+	dir string // MOUNTPOINT/t
+}
+
+func (f fuseFront) mkdir(p string) error { return os.Mkdir(filepath.Join(f.dir, p), 0o755) }
+func (f fuseFront) write(p string, data []byte) error {
+	return os.WriteFile(filepath.Join(f.dir, p), data, 0o644)
+}
+func (f fuseFront) rename(a, b string) error {
+	return os.Rename(filepath.Join(f.dir, a), filepath.Join(f.dir, b))
+}
+func (f fuseFront) status() []inboxEvent { return inboxStatus(f.t, f.dir) }
+
+type nfsFront struct {
+	t *testing.T
+	v *nfsc.Target
+}
+
+func (n nfsFront) mkdir(p string) error { _, err := n.v.Mkdir("t/"+p, 0o755); return err }
+func (n nfsFront) write(p string, data []byte) error {
+	f, err := n.v.OpenFile("t/"+p, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Close()
+}
+func (n nfsFront) rename(a, b string) error { return n.v.Rename("t/"+a, "t/"+b) }
+func (n nfsFront) status() []inboxEvent     { return nfsStatus(n.t, n.v) }
+
+// The same appends through a FUSE mount and over NFS, each on its own
+// copy of one table, end the same: the same versions with the same
+// number of files each, the same refusals, the same status lines (file,
+// version, refused or not), in the same order.
+func TestNFSInboxMatchesFUSE(t *testing.T) {
+	testenv.RequireFUSE(t)
+	rows := func(i int64) []byte {
+		return parquetBytes(t, []basicDataRow{{ptr(1000 + i), ptr(float64(i))}, {ptr(2000 + i), nil}})
+	}
+	type outcome struct {
+		errs   []bool   // each step failed
+		adds   []int    // adds of each new version
+		status []string // file, version, refused
+	}
+	script := func(f frontEnd, root string, waitFor func(int64)) outcome {
+		var o outcome
+		before := latestSnapshot(t, root).Version()
+		step := func(err error) { o.errs = append(o.errs, err != nil) }
+		step(f.mkdir("inbox/letter=zz"))
+		step(f.write("inbox/letter=zz/.a.parquet.tmp", rows(1)))
+		step(f.rename("inbox/letter=zz/.a.parquet.tmp", "inbox/letter=zz/a.parquet"))
+		step(f.write("inbox/letter=zz/.bad.tmp", []byte("not parquet")))
+		step(f.rename("inbox/letter=zz/.bad.tmp", "inbox/letter=zz/bad.parquet"))
+		step(f.mkdir("inbox/.b"))
+		step(f.mkdir("inbox/.b/letter=a"))
+		step(f.mkdir("inbox/.b/letter=b"))
+		step(f.write("inbox/.b/letter=a/p1.parquet", rows(2)))
+		step(f.write("inbox/.b/letter=b/p2.parquet", rows(3)))
+		step(f.rename("inbox/.b", "inbox/b"))
+		step(f.write("inbox/letter=zz/final.parquet", rows(4)))
+		waitFor(before + 3)
+		after := latestSnapshot(t, root).Version()
+		for v := before + 1; v <= after; v++ {
+			o.adds = append(o.adds, commitAdds(t, root, v))
+		}
+		for _, e := range f.status() {
+			v := "-"
+			if e.Version != nil {
+				v = fmt.Sprint(*e.Version - before)
+			}
+			o.status = append(o.status, fmt.Sprintf("%s v+%s refused=%v", e.File, v, e.Error != ""))
+		}
+		return o
+	}
+	waitLatest := func(root string) func(int64) {
+		return func(v int64) {
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && latestSnapshot(t, root).Version() < v; {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	fuseRoot, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
+	viaFUSE := script(fuseFront{t, tdir}, fuseRoot, waitLatest(fuseRoot))
+	nfsRoot := testenv.CopyFixture(t, fixturePartitioned)
+	v := serveNFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: nfsRoot}}, NFSSettle: 300 * time.Millisecond})
+	viaNFS := script(nfsFront{t, v}, nfsRoot, waitLatest(nfsRoot))
+	if fmt.Sprint(viaFUSE) != fmt.Sprint(viaNFS) {
+		t.Errorf("outcomes differ:\n fuse %+v\n nfs  %+v", viaFUSE, viaNFS)
+	}
+	if len(viaFUSE.adds) != 3 || viaFUSE.adds[1] != 2 {
+		t.Errorf("through FUSE: %+v, want 3 versions, the second with 2 files", viaFUSE)
+	}
+	t.Logf("both: %+v", viaNFS)
 }

@@ -32,6 +32,7 @@ type handler struct {
 
 	mu       sync.Mutex
 	listings *lru.Cache[listingKey, []fs.FileInfo] // guarded by mu: READDIR pages' listings
+	listed   int                                   // guarded by mu: entries in listings
 }
 
 // handleSize is the length of a file handle (NFSv3 allows up to 64).
@@ -41,9 +42,14 @@ const handleSize = 16
 // memory and in the journal).
 const maxHandles = 1 << 18
 
-// maxListings bounds the directory listings kept for READDIR(PLUS)
-// continuations.
-const maxListings = 64
+// maxListings and maxListed bound the directory listings kept for
+// READDIR(PLUS) continuations (go-nfs pages a listing by its index): in
+// number, and in entries (about 150 bytes each); the newest listing is
+// kept whatever its size, for its own pages.
+const (
+	maxListings = 64
+	maxListed   = 1 << 18
+)
 
 type listingKey struct {
 	path     string
@@ -57,7 +63,7 @@ var (
 
 func newHandler(f *FS, hs *handles) *handler {
 	h := &handler{fs: f, handles: hs}
-	h.listings, _ = lru.New[listingKey, []fs.FileInfo](maxListings)
+	h.listings, _ = lru.NewWithEvict(maxListings, func(_ listingKey, v []fs.FileInfo) { h.listed -= len(v) })
 	return h
 }
 
@@ -137,9 +143,15 @@ func (h *handler) VerifierFor(p string, contents []fs.FileInfo) uint64 {
 		}
 	}
 	v := sum.Sum64() | 1 // 0 means "no verifier"
+	key := listingKey{clean(p), v}
 	h.mu.Lock()
-	h.listings.Add(listingKey{clean(p), v}, contents)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	h.listings.Remove(key)
+	h.listings.Add(key, contents)
+	h.listed += len(contents)
+	for h.listed > maxListed && h.listings.Len() > 1 {
+		h.listings.RemoveOldest()
+	}
 	return v
 }
 
