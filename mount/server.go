@@ -7,6 +7,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,9 @@ type Server struct {
 	// committers are the tables' inbox committers, closed (their
 	// background checkpoints stopped) when the mount ends.
 	committers []*writeback.Committer
+	// verdicts keeps the verdicts of stored files across mounts (nil when
+	// the journal cannot be opened: footers are read again).
+	verdicts *serve.VerdictJournal
 
 	stop     context.CancelFunc // stops the refresh loop
 	loopDone chan struct{}
@@ -98,21 +102,30 @@ func open(ctx context.Context, cfg Config) (*Server, *nodes.RootDir, error) {
 	}
 	caches := delta.NewCaches(cfg.SnapshotCacheSize)
 	s := &Server{cfg: cfg, cache: cache, caches: caches, stats: newMetrics(cache, caches), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
+	if s.verdicts, err = serve.OpenVerdictJournal(filepath.Join(cfg.CacheDir, verdictJournal), cfg.Logger); err != nil {
+		cfg.Logger.Warn("deltafs: verdict journal unavailable; a new mount reads every footer again", "err", err)
+	}
 	instrumentTables(tables, s.stats, caches)
 	root := s.buildTree(ctx, uidSet, gidSet)
 	root.EnableStatus(s.mountStatus)
 	if !cfg.ReadOnly {
 		if s.staging, err = s.enableInboxes(); err != nil {
-			cache.Close()
-			closeTables(tables)
+			s.release()
 			return nil, nil, err
 		}
 	}
 	return s, root, nil
 }
 
+// verdictJournal is the file under the cache dir that keeps the verdicts of
+// stored files across mounts (serve.VerdictJournal).
+const verdictJournal = "verdicts.journal"
+
 // release frees what open built, for a front end that failed to start.
 func (s *Server) release() {
+	if s.verdicts != nil {
+		s.verdicts.Close()
+	}
 	s.removeStaging()
 	s.cache.Close()
 	closeTables(s.tables)
@@ -143,7 +156,7 @@ func (s *Server) buildTree(ctx context.Context, uidSet, gidSet bool) *nodes.Root
 		CommitTimeout:   s.cfg.CommitTimeout,
 	})
 	for _, t := range s.tables {
-		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns})
+		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns, Verdicts: s.verdicts})
 		s.files = append(s.files, files)
 		d := nodes.NewTableDir(s.env, t.name, t.table, files)
 		s.mirrorPerms(d, files, uidSet, gidSet)
@@ -297,6 +310,9 @@ func (s *Server) Wait() {
 		}
 		for _, f := range s.files {
 			f.Close() // their background work writes to the cache
+		}
+		if s.verdicts != nil {
+			s.verdicts.Close()
 		}
 		s.cache.Close()
 		closeTables(s.tables)

@@ -78,6 +78,9 @@ type Options struct {
 	// PartitionsInFiles serves the partition columns in every data file,
 	// as constant columns with the file's partition values.
 	PartitionsInFiles bool
+	// Verdicts, when set, keeps the verdicts of stored files across mounts
+	// (the mount's, shared by its tables).
+	Verdicts *VerdictJournal
 }
 
 // Table serves the data files of one table. It is safe for concurrent
@@ -162,6 +165,12 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 		}
 		return n, nil
 	}
+	if n, ok := t.journaled(snap, f, vk); ok {
+		if n == servedAsStored {
+			return f.Add.Size, nil
+		}
+		return n, nil
+	}
 	rw, err := t.rewritten(ctx, snap, f, nil)
 	if err != nil || !rw {
 		return f.Add.Size, err
@@ -171,7 +180,7 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 		return 0, err
 	}
 	if n, ok := t.copySize(k.key); ok { // an earlier mount's copy: its patch need not be read
-		t.verdicts.put(vk, n)
+		t.decide(snap, f, vk, n)
 		return n, nil
 	}
 	l, df, err := t.deriveWith(ctx, snap, f, k)
@@ -179,8 +188,47 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 		return 0, err
 	}
 	df.Close()
-	t.verdicts.put(vk, l.Size())
+	t.decide(snap, f, vk, l.Size())
 	return l.Size(), nil
+}
+
+// decide remembers the verdict n of f (servedAsStored or its served
+// size): in memory, and in the journal when the mount keeps one.
+func (t *Table) decide(snap *delta.Snapshot, f *delta.LiveFile, vk verdictID, n int64) {
+	t.verdicts.put(vk, n)
+	if t.opts.Verdicts == nil {
+		return
+	}
+	if k, ok := t.stableKey(snap, f); ok {
+		t.opts.Verdicts.put(k, n)
+	}
+}
+
+// journaled returns f's verdict from the journal (an earlier mount's),
+// remembering it in memory.
+func (t *Table) journaled(snap *delta.Snapshot, f *delta.LiveFile, vk verdictID) (int64, bool) {
+	if t.opts.Verdicts == nil {
+		return 0, false
+	}
+	k, ok := t.stableKey(snap, f)
+	if !ok {
+		return 0, false
+	}
+	n, ok := t.opts.Verdicts.get(k)
+	if !ok || n == sizeUnknown {
+		return 0, false
+	}
+	t.verdicts.put(vk, n)
+	return n, true
+}
+
+// stableKey is f's verdict key in the journal.
+func (t *Table) stableKey(snap *delta.Snapshot, f *delta.LiveFile) (stableVerdict, bool) {
+	shape, err := t.shape(snap)
+	if err != nil {
+		return stableVerdict{}, false
+	}
+	return stableVerdictKey(t.storeName, f.Key, f.Add, shape, string(snap.ColumnMapping())), true
 }
 
 // KnownSize returns the size the stored file of a is served with in snap
@@ -255,6 +303,9 @@ func (t *Table) rewritten(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	if n, ok := t.verdicts.get(vk); ok {
 		return n != servedAsStored, nil
 	}
+	if n, ok := t.journaled(snap, f, vk); ok {
+		return n != servedAsStored, nil
+	}
 	fs, err := shape.forFile(f)
 	if err != nil {
 		return false, err
@@ -277,7 +328,7 @@ func (t *Table) rewritten(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	if rw {
 		t.verdicts.put(vk, sizeUnknown)
 	} else {
-		t.verdicts.put(vk, servedAsStored)
+		t.decide(snap, f, vk, servedAsStored)
 	}
 	return rw, nil
 }

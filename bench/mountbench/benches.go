@@ -24,13 +24,9 @@ var seqBars = map[config][nSeqFigures]string{
 // benchSeq reads a large non-DV file sequentially through every config;
 // configs alternate within each trial so that drift hits them alike.
 func benchSeq(o options) ([]section, error) {
-	root, done := generated(o, fmt.Sprintf("seq-%dM", o.seqBytes>>20))
-	name := "part-00000-6a1b9f3e-0c1d-4f6e-9a7b-2c3d4e5f6a7b-c000.snappy.parquet"
-	if !done {
-		var err error
-		if name, err = writeRandomTable(root, o.seqBytes); err != nil {
-			return nil, err
-		}
+	root, name, size, err := seqTable(o)
+	if err != nil {
+		return nil, err
 	}
 	configs := []config{native, deltaPT, deltaUser, loopback, loopbackTuned}
 	got := map[config]*[nSeqFigures][]time.Duration{}
@@ -39,7 +35,7 @@ func benchSeq(o options) ([]section, error) {
 	}
 	for range o.trials {
 		for _, c := range configs {
-			d, err := seqTrial(c, o.work, root, name, o.seqBytes)
+			d, err := seqTrial(c, o.work, root, name, size)
 			if err != nil {
 				return nil, err
 			}
@@ -55,7 +51,7 @@ func benchSeq(o options) ([]section, error) {
 		base := median(got[native][f])
 		for _, c := range configs {
 			m := median(got[c][f])
-			s.Rows = append(s.Rows, row{Figure: "seq read", Config: string(c), Value: throughput(o.seqBytes, m),
+			s.Rows = append(s.Rows, row{Figure: "seq read", Config: string(c), Value: throughput(size, m),
 				Ratio: base.Seconds() / m.Seconds(), Target: seqTargets[c][f], Note: seqBars[c][f]})
 		}
 		sections = append(sections, s)
@@ -189,7 +185,7 @@ func dvSection(o options, t *dvTable, cached bool) (section, error) {
 
 // benchLs lists a snapshot of o.files files, warm and cold.
 func benchLs(o options) ([]section, error) {
-	root, done := generated(o, fmt.Sprintf("many-%d", o.files))
+	root, done := generated(o, fmt.Sprintf("many-%d-v2", o.files))
 	if !done {
 		if _, err := writeManyTable(root, o.files); err != nil {
 			return nil, err
@@ -231,7 +227,7 @@ func benchLs(o options) ([]section, error) {
 
 // benchOpen times open + read 1 byte + close of a small file, warm.
 func benchOpen(o options) ([]section, error) {
-	root, done := generated(o, fmt.Sprintf("many-%d", o.files))
+	root, done := generated(o, fmt.Sprintf("many-%d-v2", o.files))
 	name := fmt.Sprintf("part-%05d-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-c000.snappy.parquet", 0)
 	if !done {
 		var err error

@@ -70,32 +70,75 @@ func removeAction(path string, size int64, dv *delta.DeletionVector) map[string]
 
 const idSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`
 
-// writeRandomTable writes a table at root whose one data file, named like
-// a Parquet part file, holds size random bytes (served byte for byte, so
-// the content need not be Parquet). It returns the file's name.
-func writeRandomTable(root string, size int64) (string, error) {
-	name := "part-00000-6a1b9f3e-0c1d-4f6e-9a7b-2c3d4e5f6a7b-c000.snappy.parquet"
+// seqRow is a row of the sequential table: 64 KiB of random bytes.
+type seqRow struct {
+	Payload []byte `parquet:"payload"`
+}
+
+const seqSchema = `{"type":"struct","fields":[{"name":"payload","type":"binary","nullable":false,"metadata":{}}]}`
+
+// seqFileName is the sequential table's one data file.
+const seqFileName = "part-00000-6a1b9f3e-0c1d-4f6e-9a7b-2c3d4e5f6a7b-c000.parquet"
+
+// writeRandomTable writes a table at root whose one data file is a
+// Parquet file of about size bytes of random (incompressible, uncompressed)
+// values, in the table's schema, so that the mount serves it byte for
+// byte. It returns the file's name and size.
+func writeRandomTable(root string, size int64) (string, int64, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	f, err := os.Create(filepath.Join(root, name))
+	f, err := os.Create(filepath.Join(root, seqFileName))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w := parquet.NewGenericWriter[seqRow](bw, parquet.PageBufferSize(1<<20))
 	rng := rand.NewChaCha8([32]byte{1})
-	buf := make([]byte, 1<<20)
-	for left := size; left > 0; left -= int64(len(buf)) {
-		n := min(left, int64(len(buf)))
-		rng.Read(buf[:n])
-		if _, err := f.Write(buf[:n]); err != nil {
+	row := []seqRow{{Payload: make([]byte, 64<<10)}}
+	for written := int64(0); written < size; written += int64(len(row[0].Payload)) {
+		rng.Read(row[0].Payload)
+		if _, err := w.Write(row); err != nil {
 			f.Close()
-			return "", err
+			return "", 0, err
 		}
 	}
-	if err := f.Close(); err != nil {
-		return "", err
+	if err := w.Close(); err != nil {
+		f.Close()
+		return "", 0, err
 	}
-	return name, writeCommit(root, 0, append(tableHeader(idSchema, false), addAction(name, size, nil))...)
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return "", 0, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	return seqFileName, st.Size(), writeCommit(root, 0, append(tableHeader(seqSchema, false), addAction(seqFileName, st.Size(), nil))...)
+}
+
+// seqTable returns the sequential table of about o.seqBytes, written
+// unless an earlier run into the same DELTAFS_BENCH_DIR did, with its
+// file's name and size.
+func seqTable(o options) (root, name string, size int64, err error) {
+	root, done := generated(o, fmt.Sprintf("seq-%dM-v2", o.seqBytes>>20))
+	if !done {
+		return writeRandomTableAt(root, o.seqBytes)
+	}
+	st, err := os.Stat(filepath.Join(root, seqFileName))
+	if err != nil {
+		return "", "", 0, err
+	}
+	return root, seqFileName, st.Size(), nil
+}
+
+func writeRandomTableAt(root string, size int64) (string, string, int64, error) {
+	name, n, err := writeRandomTable(root, size)
+	return root, name, n, err
 }
 
 // writeManyTable writes a table at root with n small data files in its
@@ -105,7 +148,15 @@ func writeManyTable(root string, n int) (string, error) {
 		return "", err
 	}
 	actions := tableHeader(idSchema, false)
-	content := bytes.Repeat([]byte("PAR1"), 16)
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[idRow](&buf)
+	if _, err := w.Write([]idRow{{ID: ptrInt64(1)}}); err != nil {
+		return "", err
+	}
+	if err := w.Close(); err != nil {
+		return "", err
+	}
+	content := buf.Bytes()
 	for i := range n {
 		name := fmt.Sprintf("part-%05d-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-c000.snappy.parquet", i)
 		if err := os.WriteFile(filepath.Join(root, name), content, 0o644); err != nil {
@@ -116,6 +167,13 @@ func writeManyTable(root string, n int) (string, error) {
 	return fmt.Sprintf("part-%05d-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-c000.snappy.parquet", 0),
 		writeCommit(root, 0, actions...)
 }
+
+// idRow is a row of a table of idSchema.
+type idRow struct {
+	ID *int64 `parquet:"id,optional"`
+}
+
+func ptrInt64(v int64) *int64 { return &v }
 
 // dvRow is a row of the generated DV table: ~240 bytes, mostly random
 // (incompressible) so the file's size is about rows x dvRowBytes.
