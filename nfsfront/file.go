@@ -10,7 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// NFSv3 has no open or close: go-nfs opens the file for each READ. An
+// NFSv3 has no open or close: each READ names the file by its handle. An
 // open of the tree (OPEN, READs, FLUSH, RELEASE, as the kernel sends them)
 // is kept per path while READs come, and released once idle for
 // openIdle: a reader's stream of READs costs one OPEN, not one a request.
@@ -192,60 +192,3 @@ func (f *openFile) close() {
 	f.t.raw.Release(f.t.cancel, &fuse.ReleaseIn{InHeader: h, Fh: f.fh})
 	f.t.release(f.e)
 }
-
-// handle is a billy.File over an open file: go-nfs opens one per READ.
-type handle struct {
-	o    *opens
-	f    *openFile
-	name string
-	pos  int64
-	once sync.Once
-}
-
-func (h *handle) Name() string { return h.name }
-
-func (h *handle) ReadAt(b []byte, off int64) (int, error) { return h.f.readAt(b, off) }
-
-func (h *handle) Read(b []byte) (int, error) {
-	n, err := h.f.readAt(b, h.pos)
-	h.pos += int64(n)
-	return n, err
-}
-
-func (h *handle) Seek(off int64, whence int) (int64, error) {
-	switch whence {
-	case io.SeekStart:
-		h.pos = off
-	case io.SeekCurrent:
-		h.pos += off
-	default:
-		return h.pos, errno("seek", h.f.path, fuse.EINVAL)
-	}
-	return h.pos, nil
-}
-
-func (h *handle) Write([]byte) (int, error) { return 0, errno("write", h.f.path, fuse.EROFS) }
-func (h *handle) Truncate(int64) error      { return errno("truncate", h.f.path, fuse.EROFS) }
-func (h *handle) Lock() error               { return nil }
-func (h *handle) Unlock() error             { return nil }
-
-func (h *handle) Close() error {
-	h.once.Do(func() { h.o.put(h.f) })
-	return nil
-}
-
-// failed is a file whose OPEN failed: every read returns the reason.
-type failed struct {
-	name string
-	err  error
-}
-
-func (f *failed) Name() string                      { return f.name }
-func (f *failed) ReadAt([]byte, int64) (int, error) { return 0, f.err }
-func (f *failed) Read([]byte) (int, error)          { return 0, f.err }
-func (f *failed) Seek(int64, int) (int64, error)    { return 0, f.err }
-func (f *failed) Write([]byte) (int, error)         { return 0, f.err }
-func (f *failed) Truncate(int64) error              { return f.err }
-func (f *failed) Lock() error                       { return nil }
-func (f *failed) Unlock() error                     { return nil }
-func (f *failed) Close() error                      { return nil }

@@ -45,9 +45,9 @@ func serveUnix(t *testing.T, dir string) *Server {
 
 func dialRetry(addr string) (net.Conn, error) { return net.DialTimeout("unix", addr, 5*time.Second) }
 
-// call sends one call on c and reads its answer; ok is false when the
+// roundTrip sends one call on c and reads its answer; ok is false when the
 // server closed the connection instead (its answer to bad input).
-func call(t testing.TB, c net.Conn, record []byte) (ok bool) {
+func roundTrip(t testing.TB, c net.Conn, record []byte) (ok bool) {
 	t.Helper()
 	c.SetDeadline(time.Now().Add(30 * time.Second))
 	if _, err := c.Write(record); err != nil {
@@ -95,7 +95,7 @@ func FuzzHostileRequests(f *testing.F) {
 			if err != nil {
 				t.Fatalf("server gone: %v", err)
 			}
-			if !call(t, c, record) && i == 1 {
+			if !roundTrip(t, c, record) && i == 1 {
 				t.Fatal("NULL call not answered after a hostile request")
 			}
 			c.Close()

@@ -2,6 +2,7 @@ package nfsfront
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -13,6 +14,26 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 )
+
+// A file handle is a hash of its path (handleSize bytes, NFSv3 allows
+// 64): the same path has the same handle in every run of the server,
+// which a client holding handles across a restart needs. Going back from
+// a handle to its path needs the path to have been given out before, in
+// this run or one whose journal this run read; an unknown handle is
+// NFS3ERR_STALE, and the client looks the path up again from the root.
+const handleSize = 16
+
+// maxHandles bounds the handles remembered (about 150 bytes each, in
+// memory and in the journal).
+const maxHandles = 1 << 18
+
+// handleOf returns the handle of path p.
+func handleOf(p string) [handleSize]byte {
+	sum := sha256.Sum256([]byte("deltafs-nfs/v1\x00" + clean(p)))
+	var key [handleSize]byte
+	copy(key[:], sum[:])
+	return key
+}
 
 // handles maps file handles back to paths. A handle is a hash of its
 // path, the same in every run of the server; a client that kept handles

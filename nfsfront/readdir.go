@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/willscott/go-nfs/file"
 )
 
 // readDirBuf is the size of one READDIRPLUS reply asked of the file system.
@@ -94,8 +93,7 @@ func (t *tree) parseDirPlus(p string, data []byte, out []os.FileInfo) ([]os.File
 	return out, off, nil
 }
 
-// fileInfo is a node's attributes as os.FileInfo, with the inode number,
-// owner and link count in the form go-nfs reads (file.FileInfo).
+// fileInfo is a node's attributes as os.FileInfo (Sys gives them whole).
 type fileInfo struct {
 	name string
 	attr fuse.Attr
@@ -108,9 +106,7 @@ func (fi *fileInfo) ModTime() time.Time {
 	return time.Unix(int64(fi.attr.Mtime), int64(fi.attr.Mtimensec))
 }
 func (fi *fileInfo) IsDir() bool { return fi.attr.Mode&syscall.S_IFMT == syscall.S_IFDIR }
-func (fi *fileInfo) Sys() any {
-	return file.FileInfo{Nlink: fi.attr.Nlink, UID: fi.attr.Uid, GID: fi.attr.Gid, Fileid: fi.attr.Ino}
-}
+func (fi *fileInfo) Sys() any    { return fi.attr }
 
 // fileMode converts a POSIX mode to an os.FileMode.
 func fileMode(m uint32) os.FileMode {

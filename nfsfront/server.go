@@ -1,7 +1,7 @@
 package nfsfront
 
 import (
-	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
-	nfs "github.com/willscott/go-nfs"
 )
 
 // Options are a server's settings.
@@ -22,7 +21,7 @@ type Options struct {
 	// Umask is the mask the mount applies to modes; READDIRPLUS
 	// attributes get it here (LOOKUP and GETATTR come masked).
 	Umask uint32
-	// Logger receives go-nfs's warnings and errors.
+	// Logger receives the server's warnings and errors.
 	Logger *slog.Logger
 	// Writable lets clients change the tree (where the tree allows it: an
 	// inbox); otherwise every change is NFS3ERR_ROFS.
@@ -32,8 +31,8 @@ type Options struct {
 	// client's old handles with NFS3ERR_STALE).
 	HandleJournal string
 	// Settle is how long a file written over NFS stays open after its
-	// last WRITE before it is closed (and, under a final name in an
-	// inbox, committed). Default DefaultSettle.
+	// last WRITE (or COMMIT) before it is closed (and, under a final name
+	// in an inbox, committed). Default DefaultSettle.
 	Settle time.Duration
 }
 
@@ -42,33 +41,59 @@ type Options struct {
 // appears while its user looks.
 const DefaultSettle = 3 * time.Second
 
-// Server is a running NFS server.
+// Server is a running NFSv3 server (with MOUNT on the same port).
 type Server struct {
-	l       net.Listener
-	fs      *FS
-	handles *handles
-	done    chan struct{}
-	err     error // set before done is closed
-	close   sync.Once
+	l        net.Listener
+	fs       *FS
+	handles  *handles
+	listings *listings
+	log      *slog.Logger
+	verf     [8]byte // the write verifier: new at each start, so clients resend what was not committed
+
+	mu    sync.Mutex
+	conns map[*conn]struct{} // guarded by mu
+	wg    sync.WaitGroup     // connections being served
+	done  chan struct{}
+	err   error // set before done is closed
+	close sync.Once
 }
 
-// Serve serves raw over NFSv3 (with MOUNT on the same port) on l until
-// Close.
+// Serve serves raw over NFSv3 on l until Close.
 func Serve(l net.Listener, raw fuse.RawFileSystem, opts Options) *Server {
-	if opts.Logger != nil {
-		setLogger(opts.Logger)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	f := newFS(raw, opts)
-	hs := newHandles(opts.HandleJournal, opts.Logger)
-	s := &Server{l: l, fs: f, handles: hs, done: make(chan struct{})}
-	srv := &nfs.Server{Handler: newHandler(f, hs), Context: context.Background()}
-	go func() {
-		defer close(s.done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, net.ErrClosed) {
-			s.err = fmt.Errorf("nfs server on %s: %w", l.Addr(), err)
-		}
-	}()
+	s := &Server{l: l, fs: newFS(raw, opts), handles: newHandles(opts.HandleJournal, log), listings: newListings(), log: log,
+		conns: map[*conn]struct{}{}, done: make(chan struct{})}
+	rand.Read(s.verf[:])
+	go s.accept()
 	return s
+}
+
+func (s *Server) accept() {
+	defer close(s.done)
+	for {
+		c, err := s.l.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.err = fmt.Errorf("nfs server on %s: %w", s.l.Addr(), err)
+			}
+			return
+		}
+		cn := &conn{s: s, c: c, log: s.log}
+		s.mu.Lock()
+		s.conns[cn] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			cn.serve()
+			s.mu.Lock()
+			delete(s.conns, cn)
+			s.mu.Unlock()
+		}()
+	}
 }
 
 // Addr is the address the server listens on.
@@ -80,15 +105,40 @@ func (s *Server) Wait() error {
 	return s.err
 }
 
-// Close stops accepting connections and releases what the server holds
-// of the tree (open files, lookups). Connections already accepted are
-// left to end with their clients.
+// Close stops accepting connections, closes those open (their requests
+// in progress finish first), and releases what the server holds of the
+// tree (open files, lookups).
 func (s *Server) Close() error {
 	s.close.Do(func() {
 		s.l.Close()
 		<-s.done
+		s.mu.Lock()
+		for c := range s.conns {
+			c.c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
 		s.fs.close()
 		s.handles.close()
 	})
 	return s.err
+}
+
+// Reply buffers of READs (up to rtmax bytes of data) are reused: a
+// megabyte allocated, zeroed and dropped per READ is most of a READ's
+// cost otherwise.
+var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+func getBuf(n int) []byte {
+	b := *replyBufs.Get().(*[]byte)
+	if cap(b) < n {
+		return make([]byte, 0, n)
+	}
+	return b[:0]
+}
+
+func putBuf(b []byte) {
+	if cap(b) >= 64<<10 {
+		replyBufs.Put(&b)
+	}
 }

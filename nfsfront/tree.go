@@ -1,10 +1,11 @@
-// Package nfsfront serves a file system tree over NFSv3 (with
-// github.com/willscott/go-nfs). The tree is the one the FUSE mount serves,
-// taken as go-fuse's RawFileSystem (fs.NewNodeFS of the same root, wrapped
-// as the mount wraps it): every rule of the tree (names, sizes, bytes,
-// errors, refusals) is decided once, in package nodes, and this package
-// only translates NFS's path-and-handle requests into the FUSE requests
-// the kernel would have sent. It knows nothing of Delta.
+// Package nfsfront serves a file system tree over NFSv3, with MOUNT on the
+// same TCP port (RFC 1813; ONC RPC of RFC 5531, XDR of RFC 4506). The tree
+// is the one the FUSE mount serves, taken as go-fuse's RawFileSystem
+// (fs.NewNodeFS of the same root, wrapped as the mount wraps it): every
+// rule of the tree (names, sizes, bytes, errors, refusals) is decided
+// once, in package nodes, and this package only translates NFS's
+// path-and-handle requests into the FUSE requests the kernel would have
+// sent. It knows nothing of Delta.
 package nfsfront
 
 import (

@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-git/go-billy/v5"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -21,9 +20,9 @@ import (
 //   - before a RENAME of it, or of a directory holding it: a program
 //     closes a temporary file before renaming it into place (rsync, the
 //     Hadoop committers, DuckDB's COPY), and the rename commits;
-//   - once no WRITE came for the settle time: a program wrote it under its
-//     final name and closed it; the close commits it (go-nfs gives no hook
-//     on COMMIT, so the time counts from the last WRITE).
+//   - once no WRITE or COMMIT came for the settle time: a program wrote it
+//     under its final name and closed it (a client COMMITs at close); the
+//     close commits it.
 //
 // The outcome of a close is the tree's to record (inbox/_status.jsonl): an
 // NFS client is answered before it. A RENAME's answer is the commit's.
@@ -164,6 +163,24 @@ func (f *writeFile) writeAt(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// commit is a client's COMMIT of p: the file's settle time counts from
+// now (a client commits when its program closes the file; the commit of
+// an inbox file follows once it stays quiet). It sends no FSYNC: the
+// tree commits an inbox file on fsync, and a client may COMMIT before a
+// file's last WRITE (to free its cache).
+func (w *writes) commit(p string) error {
+	w.mu.Lock()
+	f := w.m[p]
+	w.mu.Unlock()
+	if f == nil {
+		return nil // closed already (settled, renamed): nothing held
+	}
+	f.mu.Lock()
+	f.lastWrite = time.Now()
+	f.mu.Unlock()
+	return nil
+}
+
 // maxWrite is the largest WRITE sent, the FUSE mount's.
 const maxWrite = 1 << 20
 
@@ -187,46 +204,6 @@ func (f *writeFile) close(flush bool) {
 	f.t.release(f.e)
 }
 
-// writeHandle is a billy.File over a file open for writing: go-nfs opens
-// and closes one per WRITE; the FUSE open stays.
-type writeHandle struct {
-	f    *writeFile
-	name string
-	pos  int64
-}
-
-func (h *writeHandle) Name() string { return h.name }
-
-func (h *writeHandle) Write(b []byte) (int, error) {
-	n, err := h.f.writeAt(b, h.pos)
-	h.pos += int64(n)
-	return n, err
-}
-
-func (h *writeHandle) Seek(off int64, whence int) (int64, error) {
-	switch whence {
-	case 0:
-		h.pos = off
-	case 1:
-		h.pos += off
-	default:
-		return h.pos, errno("seek", h.f.path, fuse.EINVAL)
-	}
-	return h.pos, nil
-}
-
-func (h *writeHandle) Truncate(size int64) error { return h.f.truncate(size) }
-
-func (h *writeHandle) Read([]byte) (int, error) { return 0, errno("read", h.f.path, fuse.EBADF) }
-
-func (h *writeHandle) ReadAt([]byte, int64) (int, error) {
-	return 0, errno("read", h.f.path, fuse.EBADF)
-}
-
-func (h *writeHandle) Lock() error   { return nil }
-func (h *writeHandle) Unlock() error { return nil }
-func (h *writeHandle) Close() error  { return nil }
-
 // create sends CREATE for p and keeps the file open for its WRITEs.
 func (w *writes) create(p string, mode os.FileMode) (*writeFile, error) {
 	dir, name := path.Split(p)
@@ -245,18 +222,6 @@ func (w *writes) create(p string, mode os.FileMode) (*writeFile, error) {
 }
 
 // The changes, sent to the tree as the kernel would send them.
-
-// Create creates (or truncates) a file and keeps it open for writing.
-func (f *FS) Create(name string) (billy.File, error) {
-	if f.writes == nil {
-		return nil, rofs("create", name)
-	}
-	wf, err := f.writes.create(clean(name), 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return &writeHandle{f: wf, name: name}, nil
-}
 
 // Rename closes what is being written at oldpath (or below it), then
 // renames: the tree commits an inbox file or batch renamed to a final
@@ -325,22 +290,13 @@ func (f *FS) Remove(name string) error {
 	return nil
 }
 
-// MkdirAll makes a directory and its missing parents.
-func (f *FS) MkdirAll(name string, perm os.FileMode) error {
+// Mkdir makes directory p (its parent must exist).
+func (f *FS) Mkdir(name string, perm os.FileMode) error {
 	if f.writes == nil {
 		return rofs("mkdir", name)
 	}
 	p := clean(name)
-	if fi, err := f.Lstat(p); err == nil {
-		if fi.IsDir() {
-			return nil
-		}
-		return errno("mkdir", p, fuse.Status(syscall.EEXIST))
-	}
 	dir, base := path.Split(p)
-	if err := f.MkdirAll(clean(dir), perm); err != nil {
-		return err
-	}
 	parent, err := f.t.lookup(clean(dir))
 	if err != nil {
 		return err
@@ -355,19 +311,9 @@ func (f *FS) MkdirAll(name string, perm os.FileMode) error {
 	return nil
 }
 
-// Symlink is refused: the tree holds no link anyone makes.
-func (f *FS) Symlink(_, link string) error { return errno("symlink", clean(link), fuse.EPERM) }
-
-// TempFile is refused (go-nfs never asks for one).
-func (f *FS) TempFile(dir, _ string) (billy.File, error) {
-	return nil, errno("create", clean(dir), fuse.EPERM)
-}
-
 // changer sends SETATTR for the attribute changes clients ask for (a
 // mode with CREATE, times after a copy); the tree decides.
 type changer struct{ f *FS }
-
-var _ billy.Change = changer{}
 
 func (c changer) setattr(op, name string, in fuse.SetAttrIn) error {
 	p := clean(name)

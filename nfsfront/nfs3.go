@@ -1,0 +1,868 @@
+package nfsfront
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// NFSv3 (RFC 1813): each procedure decodes its arguments, does what the
+// FUSE requests of the tree do (fs.go, file.go, write.go), and encodes
+// the result. Paths come from handles (handles.go); attributes from the
+// tree, as the kernel would see them.
+
+const (
+	nfsProgram   = 100003
+	mountProgram = 100005
+
+	rtmax = 1 << 20 // largest READ and WRITE: the FUSE mount's request size
+	wtmax = 1 << 20
+)
+
+// nfsstat3 values.
+const (
+	nfs3OK          = 0
+	nfs3Perm        = 1
+	nfs3NoEnt       = 2
+	nfs3IO          = 5
+	nfs3Acces       = 13
+	nfs3Exist       = 17
+	nfs3XDev        = 18
+	nfs3NotDir      = 20
+	nfs3IsDir       = 21
+	nfs3Inval       = 22
+	nfs3FBig        = 27
+	nfs3NoSpc       = 28
+	nfs3ROFS        = 30
+	nfs3NameTooLong = 63
+	nfs3NotEmpty    = 66
+	nfs3Stale       = 70
+	nfs3BadHandle   = 10001
+	nfs3BadCookie   = 10003
+	nfs3NotSupp     = 10004
+	nfs3TooSmall    = 10005
+	nfs3ServerFault = 10006
+	nfs3Jukebox     = 10008
+)
+
+// The procedures.
+const (
+	procNull = iota
+	procGetattr
+	procSetattr
+	procLookup
+	procAccess
+	procReadlink
+	procRead
+	procWrite
+	procCreate
+	procMkdir
+	procSymlink
+	procMknod
+	procRemove
+	procRmdir
+	procRename
+	procLink
+	procReaddir
+	procReaddirplus
+	procFsstat
+	procFsinfo
+	procPathconf
+	procCommit
+)
+
+// statusOf maps an error of the tree to an nfsstat3.
+func statusOf(err error) uint32 {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		if errors.Is(err, os.ErrNotExist) {
+			return nfs3NoEnt
+		}
+		return nfs3IO
+	}
+	switch errno {
+	case syscall.ENOENT:
+		return nfs3NoEnt
+	case syscall.EPERM:
+		return nfs3Perm
+	case syscall.EACCES:
+		return nfs3Acces
+	case syscall.EEXIST:
+		return nfs3Exist
+	case syscall.EXDEV:
+		return nfs3XDev
+	case syscall.ENOTDIR:
+		return nfs3NotDir
+	case syscall.EISDIR:
+		return nfs3IsDir
+	case syscall.EINVAL:
+		return nfs3Inval
+	case syscall.EFBIG:
+		return nfs3FBig
+	case syscall.ENOSPC:
+		return nfs3NoSpc
+	case syscall.EROFS:
+		return nfs3ROFS
+	case syscall.ENAMETOOLONG:
+		return nfs3NameTooLong
+	case syscall.ENOTEMPTY:
+		return nfs3NotEmpty
+	case syscall.ESTALE:
+		return nfs3Stale
+	case syscall.ENOSYS, syscall.EOPNOTSUPP:
+		return nfs3NotSupp
+	case syscall.EAGAIN:
+		return nfs3Jukebox
+	}
+	return nfs3IO
+}
+
+// nfs3 answers an NFSv3 call.
+func (s *Server) nfs3(c call) *encoder {
+	a := &c.args
+	switch c.proc {
+	case procNull:
+		return replyHeader(c.xid, acceptSuccess)
+	case procGetattr:
+		return s.getattr(c.xid, a)
+	case procSetattr:
+		return s.setattr(c.xid, a)
+	case procLookup:
+		return s.lookup(c.xid, a)
+	case procAccess:
+		return s.access(c.xid, a)
+	case procReadlink:
+		return s.readlink(c.xid, a)
+	case procRead:
+		return s.read(c.xid, a)
+	case procWrite:
+		return s.write(c.xid, a)
+	case procCreate:
+		return s.create(c.xid, a)
+	case procMkdir:
+		return s.mkdir(c.xid, a)
+	case procSymlink, procMknod:
+		return s.refuseInDir(c.xid, a, nfs3NotSupp)
+	case procRemove, procRmdir:
+		return s.remove(c.xid, a)
+	case procRename:
+		return s.rename(c.xid, a)
+	case procLink:
+		return s.link(c.xid, a)
+	case procReaddir:
+		return s.readdir(c.xid, a, false)
+	case procReaddirplus:
+		return s.readdir(c.xid, a, true)
+	case procFsstat:
+		return s.fsstat(c.xid, a)
+	case procFsinfo:
+		return s.fsinfo(c.xid, a)
+	case procPathconf:
+		return s.pathconf(c.xid, a)
+	case procCommit:
+		return s.commit(c.xid, a)
+	}
+	return replyHeader(c.xid, procUnavail)
+}
+
+// ok starts a successful reply with status st.
+func ok(xid uint32, st uint32) *encoder {
+	e := replyHeader(xid, acceptSuccess)
+	e.uint32(st)
+	return e
+}
+
+func garbage(xid uint32) *encoder { return replyHeader(xid, garbageArgs) }
+
+// fh decodes a file handle and returns its path; st is not nfs3OK for a
+// handle this server never gave.
+func (s *Server) fh(a *decoder) (p string, st uint32) {
+	b := a.opaque(64)
+	if a.err != nil {
+		return "", nfs3BadHandle
+	}
+	if len(b) != handleSize {
+		return "", nfs3BadHandle
+	}
+	key := [handleSize]byte(b)
+	if key == handleOf("") {
+		return "", nfs3OK
+	}
+	p, known := s.handles.get(key)
+	if !known {
+		return "", nfs3Stale
+	}
+	return p, nfs3OK
+}
+
+// handleFor returns (and remembers) the handle of p.
+func (s *Server) handleFor(p string) []byte {
+	key := handleOf(p)
+	s.handles.add(key, p)
+	return key[:]
+}
+
+// attr returns the attributes of p as the tree gives them (not
+// following a symbolic link).
+func (s *Server) attr(p string) (fuse.Attr, error) {
+	fi, err := s.fs.Lstat(p)
+	if err != nil {
+		return fuse.Attr{}, err
+	}
+	return fi.(*fileInfo).attr, nil
+}
+
+// fattr3 encodes attributes.
+func fattr3(e *encoder, a fuse.Attr) {
+	typ := uint32(1)
+	switch a.Mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		typ = 2
+	case syscall.S_IFBLK:
+		typ = 3
+	case syscall.S_IFCHR:
+		typ = 4
+	case syscall.S_IFLNK:
+		typ = 5
+	case syscall.S_IFSOCK:
+		typ = 6
+	case syscall.S_IFIFO:
+		typ = 7
+	}
+	e.uint32(typ)
+	e.uint32(a.Mode & 0o7777)
+	e.uint32(max(a.Nlink, 1))
+	e.uint32(a.Uid)
+	e.uint32(a.Gid)
+	e.uint64(a.Size)
+	e.uint64(a.Blocks * 512)
+	e.uint32(0) // rdev
+	e.uint32(0)
+	e.uint64(1) // fsid: one file system
+	e.uint64(a.Ino)
+	for _, t := range [][2]uint32{{uint32(a.Atime), a.Atimensec}, {uint32(a.Mtime), a.Mtimensec}, {uint32(a.Ctime), a.Ctimensec}} {
+		e.uint32(t[0])
+		e.uint32(t[1])
+	}
+}
+
+// postOp encodes post_op_attr of p (absent when p cannot be stat'ed).
+func (s *Server) postOp(e *encoder, p string) {
+	a, err := s.attr(p)
+	if err != nil {
+		e.bool(false)
+		return
+	}
+	e.bool(true)
+	fattr3(e, a)
+}
+
+// wcc encodes wcc_data with no pre-operation attributes.
+func (s *Server) wcc(e *encoder, p string) {
+	e.bool(false)
+	s.postOp(e, p)
+}
+
+func (s *Server) getattr(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st != nfs3OK {
+		return ok(xid, st)
+	}
+	attr, err := s.attr(p)
+	if err != nil {
+		return ok(xid, statusOf(err))
+	}
+	e := ok(xid, nfs3OK)
+	fattr3(e, attr)
+	return e
+}
+
+// dirop decodes diropargs3: the directory's path and a name in it.
+func (s *Server) dirop(a *decoder) (dir, name string, st uint32) {
+	dir, st = s.fh(a)
+	name = a.string(maxName)
+	if st == nfs3OK && (name == "" || containsSlash(name)) {
+		st = nfs3Inval
+	}
+	if st == nfs3OK && (name == "." || name == "..") {
+		st = nfs3Exist // not a name a change may take; LOOKUP resolves them itself
+	}
+	return dir, name, st
+}
+
+// maxName is the longest name taken (NAME_MAX).
+const maxName = 255
+
+func containsSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' || s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) lookup(xid uint32, a *decoder) *encoder {
+	dir, name, st := s.dirop(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st == nfs3Exist { // "." or ".."
+		st = nfs3OK
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		e.bool(false)
+		return e
+	}
+	p := clean(path.Join(dir, name))
+	attr, err := s.attr(p)
+	if err != nil {
+		e := ok(xid, statusOf(err))
+		s.postOp(e, dir)
+		return e
+	}
+	e := ok(xid, nfs3OK)
+	e.opaque(s.handleFor(p))
+	e.bool(true)
+	fattr3(e, attr)
+	s.postOp(e, dir)
+	return e
+}
+
+// The ACCESS bits.
+const (
+	accessRead    = 0x01
+	accessLookup  = 0x02
+	accessModify  = 0x04
+	accessExtend  = 0x08
+	accessDelete  = 0x10
+	accessExecute = 0x20
+)
+
+func (s *Server) access(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	want := a.uint32()
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		e.bool(false)
+		return e
+	}
+	attr, err := s.attr(p)
+	if err != nil {
+		e := ok(xid, statusOf(err))
+		e.bool(false)
+		return e
+	}
+	// The tree's modes say what it allows (the kernel checks them on a
+	// FUSE mount: default_permissions); the owner's bits are the ones
+	// that count, the mount serving one user.
+	mode := attr.Mode
+	got := uint32(0)
+	if mode&0o400 != 0 {
+		got |= accessRead
+	}
+	if mode&0o200 != 0 && s.fs.writes != nil {
+		got |= accessModify | accessExtend | accessDelete
+	}
+	if mode&0o100 != 0 {
+		got |= accessLookup | accessExecute
+	}
+	e := ok(xid, nfs3OK)
+	e.bool(true)
+	fattr3(e, attr)
+	e.uint32(want & got)
+	return e
+}
+
+func (s *Server) readlink(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		e.bool(false)
+		return e
+	}
+	target, err := s.fs.Readlink(p)
+	if err != nil {
+		e := ok(xid, statusOf(err))
+		s.postOp(e, p)
+		return e
+	}
+	e := ok(xid, nfs3OK)
+	s.postOp(e, p)
+	e.string(target)
+	return e
+}
+
+func (s *Server) read(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	off := a.uint64()
+	count := min(a.uint32(), rtmax)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st == nfs3OK && off > 1<<62 {
+		st = nfs3Inval
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		e.bool(false)
+		return e
+	}
+	attr, err := s.attr(p)
+	if err == nil && attr.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		err = syscall.EISDIR
+		if attr.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+			err = syscall.EINVAL
+		}
+	}
+	var of *openFile
+	if err == nil {
+		of, err = s.fs.opens.get(p)
+	}
+	if err != nil {
+		e := ok(xid, statusOf(err))
+		s.postOp(e, p)
+		return e
+	}
+	defer s.fs.opens.put(of)
+	e := &encoder{b: getBuf(int(count) + 256)}
+	e.b = append(e.b, 0, 0, 0, 0) // the record mark
+	e.uint32(xid)
+	e.uint32(rpcReply)
+	e.uint32(msgAccepted)
+	e.uint32(authNone)
+	e.uint32(0)
+	e.uint32(acceptSuccess)
+	e.uint32(nfs3OK)
+	e.bool(true)
+	fattr3(e, attr)
+	at := len(e.b)
+	e.b = e.b[:at+12+int(count)]
+	n, err := of.readAt(e.b[at+12:], int64(off))
+	if err != nil && !errors.Is(err, io.EOF) {
+		putBuf(e.b)
+		e := ok(xid, statusOf(err))
+		s.postOp(e, p)
+		return e
+	}
+	eof := errors.Is(err, io.EOF) || off+uint64(n) >= attr.Size
+	e.b = e.b[:at]
+	e.uint32(uint32(n))
+	e.bool(eof)
+	e.uint32(uint32(n))
+	e.b = e.b[:len(e.b)+n]
+	for len(e.b)%4 != 0 {
+		e.b = append(e.b, 0)
+	}
+	e.pooled = true
+	return e
+}
+
+// stable_how values.
+const (
+	unstable = 0
+	fileSync = 2
+)
+
+func (s *Server) write(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	off := a.uint64()
+	a.uint32() // count: the data's own length is the one that counts
+	how := a.uint32()
+	data := a.opaque(wtmax)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st == nfs3OK && s.fs.writes == nil {
+		st = nfs3ROFS
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		s.wcc(e, "")
+		return e
+	}
+	wf, err := s.fs.writes.get(p)
+	var n int
+	if err == nil {
+		n, err = wf.writeAt(data, int64(off))
+	}
+	if how != unstable {
+		// Not flushed: an inbox commits a file on fsync, and this WRITE
+		// is not the file's last. The staged bytes are not kept across a
+		// restart of the server anyway (nor of a FUSE mount); the write
+		// verifier changes then, and the only acknowledgement of an append
+		// is its commit: the RENAME's answer, or inbox/_status.jsonl.
+		how = fileSync
+	}
+	if err != nil {
+		e := ok(xid, statusOf(err))
+		s.wcc(e, p)
+		return e
+	}
+	e := ok(xid, nfs3OK)
+	s.wcc(e, p)
+	e.uint32(uint32(n))
+	e.uint32(how)
+	e.fixed(s.verf[:])
+	return e
+}
+
+func (s *Server) commit(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	a.uint64()
+	a.uint32()
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st == nfs3OK && s.fs.writes == nil {
+		st = nfs3ROFS
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		s.wcc(e, "")
+		return e
+	}
+	if err := s.fs.writes.commit(p); err != nil {
+		e := ok(xid, statusOf(err))
+		s.wcc(e, p)
+		return e
+	}
+	e := ok(xid, nfs3OK)
+	s.wcc(e, p)
+	e.fixed(s.verf[:])
+	return e
+}
+
+// sattr3 is a decoded set of attributes to change.
+type sattr3 struct {
+	mode, uid, gid *uint32
+	size           *uint64
+	atime, mtime   *time.Time
+}
+
+func decodeSattr(a *decoder) sattr3 {
+	var s sattr3
+	u32 := func() *uint32 {
+		if a.bool() {
+			v := a.uint32()
+			return &v
+		}
+		return nil
+	}
+	s.mode, s.uid, s.gid = u32(), u32(), u32()
+	if a.bool() {
+		v := a.uint64()
+		s.size = &v
+	}
+	for _, t := range []**time.Time{&s.atime, &s.mtime} {
+		switch a.uint32() {
+		case 1: // SET_TO_SERVER_TIME
+			now := time.Now()
+			*t = &now
+		case 2: // SET_TO_CLIENT_TIME
+			v := time.Unix(int64(a.uint32()), int64(a.uint32()))
+			*t = &v
+		}
+	}
+	return s
+}
+
+// apply changes the attributes of p through the tree.
+func (s *Server) apply(p string, sa sattr3) error {
+	ch := changer{s.fs}
+	if sa.size != nil {
+		wf, err := s.fs.writes.get(p)
+		if err != nil {
+			return err
+		}
+		if err := wf.truncate(int64(*sa.size)); err != nil {
+			return err
+		}
+	}
+	if sa.mode != nil {
+		if err := ch.Chmod(p, os.FileMode(*sa.mode&0o7777)); err != nil {
+			return err
+		}
+	}
+	if sa.uid != nil || sa.gid != nil {
+		attr, err := s.attr(p)
+		if err != nil {
+			return err
+		}
+		uid, gid := attr.Uid, attr.Gid
+		if sa.uid != nil {
+			uid = *sa.uid
+		}
+		if sa.gid != nil {
+			gid = *sa.gid
+		}
+		if uid != attr.Uid || gid != attr.Gid {
+			if err := ch.Lchown(p, int(uid), int(gid)); err != nil {
+				return err
+			}
+		}
+	}
+	if sa.atime != nil || sa.mtime != nil {
+		at, mt := time.Now(), time.Now()
+		if sa.atime != nil {
+			at = *sa.atime
+		}
+		if sa.mtime != nil {
+			mt = *sa.mtime
+		}
+		return ch.Chtimes(p, at, mt)
+	}
+	return nil
+}
+
+func (s *Server) setattr(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	sa := decodeSattr(a)
+	if a.bool() { // guard: ctime
+		a.uint32()
+		a.uint32()
+	}
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st == nfs3OK && s.fs.writes == nil {
+		st = nfs3ROFS
+	}
+	if st == nfs3OK {
+		if err := s.apply(p, sa); err != nil {
+			st = statusOf(err)
+		}
+	}
+	e := ok(xid, st)
+	s.wcc(e, p)
+	return e
+}
+
+// created encodes the result of CREATE, MKDIR: the new object's handle
+// and attributes, and the directory's.
+func (s *Server) created(xid uint32, dir, p string, err error) *encoder {
+	if err != nil {
+		e := ok(xid, statusOf(err))
+		s.wcc(e, dir)
+		return e
+	}
+	e := ok(xid, nfs3OK)
+	e.bool(true)
+	e.opaque(s.handleFor(p))
+	s.postOp(e, p)
+	s.wcc(e, dir)
+	return e
+}
+
+// refuseInDir answers a directory operation refused with st (SYMLINK,
+// MKNOD: the tree holds none anyone makes).
+func (s *Server) refuseInDir(xid uint32, a *decoder, st uint32) *encoder {
+	dir, _, _ := s.dirop(a)
+	e := ok(xid, st)
+	s.wcc(e, dir)
+	return e
+}
+
+// The createhow3 modes.
+const (
+	createUnchecked = 0
+	createGuarded   = 1
+	createExclusive = 2
+)
+
+func (s *Server) create(xid uint32, a *decoder) *encoder {
+	dir, name, st := s.dirop(a)
+	how := a.uint32()
+	var sa sattr3
+	switch how {
+	case createUnchecked, createGuarded:
+		sa = decodeSattr(a)
+	case createExclusive:
+		a.fixed(8) // verifier: exclusive creation is not offered
+	}
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st == nfs3OK && s.fs.writes == nil {
+		st = nfs3ROFS
+	}
+	if st == nfs3OK && how == createExclusive {
+		st = nfs3NotSupp
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		s.wcc(e, dir)
+		return e
+	}
+	p := path.Join(dir, name)
+	if _, err := s.fs.Lstat(p); err == nil && how == createGuarded {
+		e := ok(xid, nfs3Exist)
+		s.wcc(e, dir)
+		return e
+	}
+	mode := os.FileMode(0o644)
+	if sa.mode != nil {
+		mode = os.FileMode(*sa.mode & 0o777)
+	}
+	_, err := s.fs.writes.create(p, mode)
+	if err == nil && sa.size != nil && *sa.size != 0 {
+		err = s.apply(p, sattr3{size: sa.size})
+	}
+	return s.created(xid, dir, p, err)
+}
+
+func (s *Server) mkdir(xid uint32, a *decoder) *encoder {
+	dir, name, st := s.dirop(a)
+	sa := decodeSattr(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st == nfs3OK && s.fs.writes == nil {
+		st = nfs3ROFS
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		s.wcc(e, dir)
+		return e
+	}
+	mode := os.FileMode(0o755)
+	if sa.mode != nil {
+		mode = os.FileMode(*sa.mode & 0o777)
+	}
+	p := path.Join(dir, name)
+	return s.created(xid, dir, p, s.fs.Mkdir(p, mode))
+}
+
+func (s *Server) remove(xid uint32, a *decoder) *encoder {
+	dir, name, st := s.dirop(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st == nfs3OK && s.fs.writes == nil {
+		st = nfs3ROFS
+	}
+	if st == nfs3OK {
+		if err := s.fs.Remove(path.Join(dir, name)); err != nil {
+			st = statusOf(err)
+		}
+	}
+	e := ok(xid, st)
+	s.wcc(e, dir)
+	return e
+}
+
+func (s *Server) rename(xid uint32, a *decoder) *encoder {
+	fromDir, fromName, st := s.dirop(a)
+	toDir, toName, st2 := s.dirop(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st == nfs3OK {
+		st = st2
+	}
+	if st == nfs3OK && s.fs.writes == nil {
+		st = nfs3ROFS
+	}
+	if st == nfs3OK {
+		if err := s.fs.Rename(path.Join(fromDir, fromName), path.Join(toDir, toName)); err != nil {
+			st = statusOf(err)
+		}
+	}
+	e := ok(xid, st)
+	s.wcc(e, fromDir)
+	s.wcc(e, toDir)
+	return e
+}
+
+func (s *Server) link(xid uint32, a *decoder) *encoder {
+	p, _ := s.fh(a)
+	dir, _, _ := s.dirop(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	e := ok(xid, nfs3NotSupp)
+	s.postOp(e, p)
+	s.wcc(e, dir)
+	return e
+}
+
+func (s *Server) fsstat(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		e.bool(false)
+		return e
+	}
+	e := ok(xid, nfs3OK)
+	s.postOp(e, p)
+	for range 6 { // bytes and files: total, free, available; none known
+		e.uint64(0)
+	}
+	e.uint32(0) // invarsec
+	return e
+}
+
+func (s *Server) fsinfo(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		e.bool(false)
+		return e
+	}
+	e := ok(xid, nfs3OK)
+	s.postOp(e, p)
+	e.uint32(rtmax)
+	e.uint32(rtmax)
+	e.uint32(4096)
+	e.uint32(wtmax)
+	e.uint32(wtmax)
+	e.uint32(4096)
+	e.uint32(readDirBuf)
+	e.uint64(1 << 62)
+	e.uint32(0) // time_delta: 1 ns
+	e.uint32(1)
+	e.uint32(0x0002 | 0x0008 | 0x0010) // FSF_SYMLINK, FSF_HOMOGENEOUS, FSF_CANSETTIME
+	return e
+}
+
+func (s *Server) pathconf(xid uint32, a *decoder) *encoder {
+	p, st := s.fh(a)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st != nfs3OK {
+		e := ok(xid, st)
+		e.bool(false)
+		return e
+	}
+	e := ok(xid, nfs3OK)
+	s.postOp(e, p)
+	e.uint32(1)       // linkmax
+	e.uint32(maxName) // name_max
+	e.bool(true)      // no_trunc
+	e.bool(true)      // chown_restricted
+	e.bool(false)     // case_insensitive
+	e.bool(true)      // case_preserving
+	return e
+}
