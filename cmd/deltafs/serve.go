@@ -21,7 +21,7 @@ deleted rows removed, _history.jsonl, inbox/), byte for byte.
 Appends: NFS has no close, so a file written into inbox/ commits
   - when renamed from a temporary name to a final one (cp to .x.tmp, then mv
     to x.parquet; rsync does this): the rename's answer is the commit's;
-  - under a final name, once no write came for --settle (default 3s): the
+  - under a final name, once no write or commit came for --settle (default 3s): the
     client was answered before; the outcome is in inbox/_status.jsonl.
 A directory renamed in is one version, as on a FUSE mount.
 
