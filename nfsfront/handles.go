@@ -161,12 +161,6 @@ func (h *handles) get(key [handleSize]byte) (string, bool) {
 	return h.paths.Get(key)
 }
 
-func (h *handles) remove(key [handleSize]byte) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.paths.Remove(key)
-}
-
 func (h *handles) flushLoop() {
 	defer close(h.done)
 	tick := time.NewTicker(journalFlush)

@@ -107,7 +107,8 @@ func (j *VerdictJournal) rewrite() error {
 	for k, n := range j.m {
 		writeVerdict(w, k, n)
 	}
-	if err := w.Flush(); err == nil {
+	err = w.Flush()
+	if err == nil {
 		err = os.Rename(tmp, j.path)
 	}
 	if err != nil {
