@@ -20,7 +20,8 @@ func (s *Server) SnapshotCacheUsage() delta.CacheUsage { return s.caches.Usage()
 
 // mountStatus is the "mount" member of the status file.
 type mountStatus struct {
-	Mountpoint string           `json:"mountpoint"`
+	Mountpoint string           `json:"mountpoint,omitempty"`
+	NFSAddress string           `json:"nfsAddress,omitempty"` // deltafs serve nfs: where it listens
 	Volume     string           `json:"volume,omitempty"`
 	PID        int              `json:"pid"`
 	Started    time.Time        `json:"started"`
@@ -54,7 +55,7 @@ func (s *Server) mountStatus() any {
 		ratio = 100 * st.Hits / (st.Hits + st.Misses)
 	}
 	out := mountStatus{
-		Mountpoint: s.cfg.Mountpoint, Volume: s.cfg.Volume, PID: os.Getpid(), Started: s.start.UTC(),
+		Mountpoint: s.cfg.Mountpoint, NFSAddress: s.Addr(), Volume: s.cfg.Volume, PID: os.Getpid(), Started: s.start.UTC(),
 		ReadOnly: s.cfg.ReadOnly, Refresh: s.cfg.Refresh.String(), Stats: st,
 		Snapshots: s.caches.Usage(),
 		Cache: cacheStatus{Dir: s.cfg.CacheDir, DiskBytes: st.DiskBytes, DiskLimit: s.cfg.CacheSize,

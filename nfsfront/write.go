@@ -1,8 +1,10 @@
 package nfsfront
 
 import (
+	"cmp"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,6 +40,8 @@ type writeFile struct {
 	fh    uint64
 	flush bool
 
+	seq uint64 // order of opening: files closed together close in it
+
 	mu        sync.Mutex
 	lastWrite time.Time // guarded by mu
 }
@@ -48,6 +52,7 @@ type writes struct {
 	settle time.Duration
 	mu     sync.Mutex
 	m      map[string]*writeFile // guarded by mu
+	seq    uint64                // guarded by mu: the last writeFile.seq
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -75,7 +80,9 @@ func (w *writes) settleLoop() {
 	}
 }
 
-// take removes and returns the open files that match.
+// take removes and returns the open files that match, in the order they
+// were opened (a program closes its files in the order it wrote them;
+// the inbox's status lines follow).
 func (w *writes) take(match func(*writeFile) bool) []*writeFile {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -86,6 +93,7 @@ func (w *writes) take(match func(*writeFile) bool) []*writeFile {
 			out = append(out, f)
 		}
 	}
+	slices.SortFunc(out, func(a, b *writeFile) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -127,6 +135,8 @@ func (w *writes) get(p string) (*writeFile, error) {
 // add makes f the open file of its path; one opened meanwhile is closed.
 func (w *writes) add(f *writeFile) *writeFile {
 	w.mu.Lock()
+	w.seq++
+	f.seq = w.seq
 	old := w.m[f.path]
 	w.m[f.path] = f
 	w.mu.Unlock()

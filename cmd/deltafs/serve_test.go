@@ -76,6 +76,15 @@ func TestServeNFS(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Errorf("read %d bytes (%v), want the stored file's %d", len(got), err, len(want))
 	}
+	if sf, err := v.Open(".deltafs-status.json"); err != nil {
+		t.Errorf("status file over NFS: %v", err)
+	} else {
+		st, _ := io.ReadAll(sf)
+		sf.Close()
+		if !strings.Contains(string(st), `"nfsAddress": "`+addr+`"`) {
+			t.Errorf("status file %.300s: want nfsAddress %s", st, addr)
+		}
+	}
 	if _, err := v.Create("t/inbox/x.parquet", 0o644); err == nil {
 		t.Error("create over NFS: no error, want read-only")
 	}
