@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"sync"
 	"syscall"
 	"time"
 
@@ -678,6 +679,32 @@ func (s *Server) refuseInDir(xid uint32, a *decoder, st uint32) *encoder {
 	return e
 }
 
+// exclusives remembers the verifiers of the latest exclusive creates, so
+// that one sent again gets the same answer.
+type exclusives struct {
+	mu sync.Mutex
+	m  map[string]uint64 // guarded by mu
+}
+
+// maxExclusives bounds the verifiers kept.
+const maxExclusives = 4096
+
+func (x *exclusives) add(p string, verf uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m == nil || len(x.m) >= maxExclusives {
+		x.m = map[string]uint64{}
+	}
+	x.m[p] = verf
+}
+
+func (x *exclusives) made(p string, verf uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	v, ok := x.m[p]
+	return ok && v == verf
+}
+
 // The createhow3 modes.
 const (
 	createUnchecked = 0
@@ -689,11 +716,12 @@ func (s *Server) create(xid uint32, a *decoder) *encoder {
 	dir, name, st := s.dirop(a)
 	how := a.uint32()
 	var sa sattr3
+	var verf uint64
 	switch how {
 	case createUnchecked, createGuarded:
 		sa = decodeSattr(a)
 	case createExclusive:
-		a.fixed(8) // verifier: exclusive creation is not offered
+		verf = a.uint64()
 	}
 	if a.err != nil {
 		return garbage(xid)
@@ -701,19 +729,32 @@ func (s *Server) create(xid uint32, a *decoder) *encoder {
 	if st == nfs3OK && s.fs.writes == nil {
 		st = nfs3ROFS
 	}
-	if st == nfs3OK && how == createExclusive {
-		st = nfs3NotSupp
-	}
 	if st != nfs3OK {
 		e := ok(xid, st)
 		s.wcc(e, dir)
 		return e
 	}
 	p := path.Join(dir, name)
-	if _, err := s.fs.Lstat(p); err == nil && how == createGuarded {
+	if _, err := s.fs.Lstat(p); err == nil && how != createUnchecked {
+		// An exclusive create sent again (its reply lost) finds the file
+		// it made: the same verifier answers as the first time.
+		if how == createExclusive && s.exclusive.made(p, verf) {
+			return s.created(xid, dir, p, nil)
+		}
 		e := ok(xid, nfs3Exist)
 		s.wcc(e, dir)
 		return e
+	}
+	if how == createExclusive {
+		// O_EXCL (mkstemp: rsync's temporary files). The verifier is kept
+		// in memory, not in the file's times as RFC 1813 suggests: the
+		// tree's files keep the times it gives them. The client sets the
+		// attributes it wants with SETATTR next.
+		_, err := s.fs.writes.create(p, 0o600)
+		if err == nil {
+			s.exclusive.add(p, verf)
+		}
+		return s.created(xid, dir, p, err)
 	}
 	mode := os.FileMode(0o644)
 	if sa.mode != nil {

@@ -43,12 +43,13 @@ const DefaultSettle = 3 * time.Second
 
 // Server is a running NFSv3 server (with MOUNT on the same port).
 type Server struct {
-	l        net.Listener
-	fs       *FS
-	handles  *handles
-	listings *listings
-	log      *slog.Logger
-	verf     [8]byte // the write verifier: new at each start, so clients resend what was not committed
+	l         net.Listener
+	fs        *FS
+	handles   *handles
+	listings  *listings
+	exclusive exclusives // verifiers of exclusive creates
+	log       *slog.Logger
+	verf      [8]byte // the write verifier: new at each start, so clients resend what was not committed
 
 	mu    sync.Mutex
 	conns map[*conn]struct{} // guarded by mu

@@ -2,6 +2,7 @@ package nfsfront
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
+	"github.com/willscott/go-nfs-client/nfs/xdr"
 )
 
 // countingFS counts the lookups a RawFileSystem hands out and gets back,
@@ -207,5 +209,72 @@ func TestMountOtherExportRefused(t *testing.T) {
 	defer c.Close()
 	if _, err := (&nfsc.Mount{Client: c}).Mount("/elsewhere", rpc.AuthNull); err == nil {
 		t.Error("mount of /elsewhere: no error")
+	}
+}
+
+// An exclusive CREATE (O_EXCL: mkstemp, rsync's temporary files) makes
+// the file once: sent again with its verifier (a lost reply) it succeeds
+// with the same handle, with another verifier it is NFS3ERR_EXIST; an
+// UNCHECKED create of an existing file truncates it.
+func TestExclusiveCreate(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := fs.NewLoopbackRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Serve(l, fs.NewNodeFS(root, &fs.Options{}), Options{Writable: true})
+	defer srv.Close()
+	v := dial(t, l.Addr().String(), "/")
+	_, dirFH, err := v.Lookup("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type createArgs struct {
+		rpc.Header
+		Dir  []byte
+		Name string
+		How  uint32
+		Verf uint64
+	}
+	create := func(verf uint64) (status uint32, fh []byte) {
+		res, err := v.Call(&createArgs{Header: rpc.Header{Rpcvers: 2, Prog: nfsc.Nfs3Prog, Vers: nfsc.Nfs3Vers, Proc: nfsc.NFSProc3Create, Cred: rpc.AuthNull, Verf: rpc.AuthNull},
+			Dir: dirFH, Name: ".tmp.XXXX", How: 2, Verf: verf})
+		if err != nil {
+			var nerr *nfsc.Error
+			if errors.As(err, &nerr) {
+				return nerr.ErrorNum, nil
+			}
+			if errors.Is(err, os.ErrExist) {
+				return 17, nil
+			}
+			t.Fatal(err)
+		}
+		var out struct {
+			FH nfsc.PostOpFH3
+		}
+		if err := xdr.Read(res, &out); err != nil {
+			t.Fatal(err)
+		}
+		return 0, out.FH.FH
+	}
+	st, fh1 := create(42)
+	if st != 0 || len(fh1) == 0 {
+		t.Fatalf("exclusive create: status %d, handle %x", st, fh1)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a", ".tmp.XXXX")); err != nil {
+		t.Fatalf("exclusive create made no file: %v", err)
+	}
+	if st, fh2 := create(42); st != 0 || !bytes.Equal(fh1, fh2) {
+		t.Errorf("the same exclusive create again: status %d, handle %x (first %x)", st, fh2, fh1)
+	}
+	if st, _ := create(43); st != 17 {
+		t.Errorf("an exclusive create with another verifier: status %d, want NFS3ERR_EXIST", st)
 	}
 }
