@@ -256,6 +256,10 @@ func TestExclusiveCreate(t *testing.T) {
 			}
 			t.Fatal(err)
 		}
+		status, rerr := xdr.ReadUint32(res)
+		if rerr != nil || status != 0 {
+			return status, nil
+		}
 		var out struct {
 			FH nfsc.PostOpFH3
 		}

@@ -65,18 +65,6 @@ func (d *decoder) opaque(max int) []byte {
 	return v
 }
 
-// fixed returns n bytes of fixed-length opaque data.
-func (d *decoder) fixed(n int) []byte {
-	padded := (n + 3) &^ 3
-	if padded > len(d.b) {
-		d.fail()
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[padded:]
-	return v
-}
-
 func (d *decoder) string(max int) string { return string(d.opaque(max)) }
 
 // encoder appends XDR to a buffer.
