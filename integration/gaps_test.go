@@ -127,10 +127,10 @@ func countMustFail(t *testing.T, mnt string) {
 	}
 }
 
-// A DV'd table whose deletion-vector files are gone: every listed file
-// stats (with its stored size), and DuckDB's count errors instead of
-// counting the files it could read.
-func TestDuckDBCountFailsOnMissingDVs(t *testing.T) {
+// copyWithoutDVs copies the DV fixture and removes its deletion vector
+// files.
+func copyWithoutDVs(t *testing.T) string {
+	t.Helper()
 	root := testenv.CopyFixture(t, fixtureDV)
 	dvs, _ := filepath.Glob(filepath.Join(root, "deletion_vector_*.bin"))
 	if len(dvs) == 0 {
@@ -141,6 +141,14 @@ func TestDuckDBCountFailsOnMissingDVs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return root
+}
+
+// A DV'd table whose deletion-vector files are gone: every listed file
+// stats (with its stored size), and DuckDB's count errors instead of
+// counting the files it could read.
+func TestDuckDBCountFailsOnMissingDVs(t *testing.T) {
+	root := copyWithoutDVs(t)
 	mnt := mountFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, ReadOnly: true})
 	if files := statAll(t, filepath.Join(mnt, "t", "@latest")); len(files) == 0 {
 		t.Fatal("no data file listed")

@@ -229,6 +229,12 @@ func inboxStatus(t *testing.T, tdir string) []inboxEvent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return parseInboxStatus(t, data)
+}
+
+// parseInboxStatus parses the lines of an inbox's _status.jsonl.
+func parseInboxStatus(t *testing.T, data []byte) []inboxEvent {
+	t.Helper()
 	var out []inboxEvent
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {

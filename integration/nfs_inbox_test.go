@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -45,16 +42,7 @@ func nfsStatus(t *testing.T, v *nfsc.Target) []inboxEvent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []inboxEvent
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		var e inboxEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("status line %s: %v", sc.Text(), err)
-		}
-		out = append(out, e)
-	}
-	return out
+	return parseInboxStatus(t, data)
 }
 
 func lastNFSStatus(t *testing.T, v *nfsc.Target) inboxEvent {

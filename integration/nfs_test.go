@@ -243,16 +243,7 @@ func TestNFSServesTheMountsTree(t *testing.T) {
 // looked up with a size over NFS, as over FUSE, and its READ fails with
 // NFS3ERR_IO (not a permission error), its reason in the mount's status.
 func TestNFSUnservableFileIsIOError(t *testing.T) {
-	root := testenv.CopyFixture(t, fixtureDV)
-	dvs, _ := filepath.Glob(filepath.Join(root, "deletion_vector_*.bin"))
-	if len(dvs) == 0 {
-		t.Fatalf("%s: no deletion_vector_*.bin", fixtureDV)
-	}
-	for _, p := range dvs {
-		if err := os.Remove(p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := copyWithoutDVs(t)
 	snap := latestSnapshot(t, root)
 	dvd := ""
 	for _, f := range liveFiles(t, snap) {

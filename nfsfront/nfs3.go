@@ -842,7 +842,9 @@ func (s *Server) link(xid uint32, a *decoder) *encoder {
 	return e
 }
 
-func (s *Server) fsstat(xid uint32, a *decoder) *encoder {
+// attrProc answers a procedure on one handle whose result is the
+// object's attributes followed by fields (FSSTAT, FSINFO, PATHCONF).
+func (s *Server) attrProc(xid uint32, a *decoder, fields func(e *encoder)) *encoder {
 	p, st := s.fh(a)
 	if a.err != nil {
 		return garbage(xid)
@@ -854,56 +856,38 @@ func (s *Server) fsstat(xid uint32, a *decoder) *encoder {
 	}
 	e := ok(xid, nfs3OK)
 	s.postOp(e, p)
-	for range 6 { // bytes and files: total, free, available; none known
-		e.uint64(0)
-	}
-	e.uint32(0) // invarsec
+	fields(e)
 	return e
+}
+
+func (s *Server) fsstat(xid uint32, a *decoder) *encoder {
+	return s.attrProc(xid, a, func(e *encoder) {
+		for range 6 { // bytes and files: total, free, available; none known
+			e.uint64(0)
+		}
+		e.uint32(0) // invarsec
+	})
 }
 
 func (s *Server) fsinfo(xid uint32, a *decoder) *encoder {
-	p, st := s.fh(a)
-	if a.err != nil {
-		return garbage(xid)
-	}
-	if st != nfs3OK {
-		e := ok(xid, st)
-		e.bool(false)
-		return e
-	}
-	e := ok(xid, nfs3OK)
-	s.postOp(e, p)
-	e.uint32(rtmax)
-	e.uint32(rtmax)
-	e.uint32(4096)
-	e.uint32(wtmax)
-	e.uint32(wtmax)
-	e.uint32(4096)
-	e.uint32(readDirBuf)
-	e.uint64(1 << 62)
-	e.uint32(0) // time_delta: 1 ns
-	e.uint32(1)
-	e.uint32(0x0002 | 0x0008 | 0x0010) // FSF_SYMLINK, FSF_HOMOGENEOUS, FSF_CANSETTIME
-	return e
+	return s.attrProc(xid, a, func(e *encoder) {
+		for _, v := range []uint32{rtmax, rtmax, 4096, wtmax, wtmax, 4096, readDirBuf} { // rt max, pref, mult; wt; dtpref
+			e.uint32(v)
+		}
+		e.uint64(1 << 62) // maxfilesize
+		e.uint32(0)       // time_delta: 1 ns
+		e.uint32(1)
+		e.uint32(0x0002 | 0x0008 | 0x0010) // FSF_SYMLINK, FSF_HOMOGENEOUS, FSF_CANSETTIME
+	})
 }
 
 func (s *Server) pathconf(xid uint32, a *decoder) *encoder {
-	p, st := s.fh(a)
-	if a.err != nil {
-		return garbage(xid)
-	}
-	if st != nfs3OK {
-		e := ok(xid, st)
-		e.bool(false)
-		return e
-	}
-	e := ok(xid, nfs3OK)
-	s.postOp(e, p)
-	e.uint32(1)       // linkmax
-	e.uint32(maxName) // name_max
-	e.bool(true)      // no_trunc
-	e.bool(true)      // chown_restricted
-	e.bool(false)     // case_insensitive
-	e.bool(true)      // case_preserving
-	return e
+	return s.attrProc(xid, a, func(e *encoder) {
+		e.uint32(1)       // linkmax
+		e.uint32(maxName) // name_max
+		e.bool(true)      // no_trunc
+		e.bool(true)      // chown_restricted
+		e.bool(false)     // case_insensitive
+		e.bool(true)      // case_preserving
+	})
 }
