@@ -263,6 +263,21 @@ func (s *Server) postOp(e *encoder, p string) {
 	fattr3(e, a)
 }
 
+// writable is st, or NFS3ERR_ROFS when the server takes no change.
+func (s *Server) writable(st uint32) uint32 {
+	if st == nfs3OK && s.fs.writes == nil {
+		return nfs3ROFS
+	}
+	return st
+}
+
+// wccStatus answers a change with its status and the wcc_data of p.
+func (s *Server) wccStatus(xid, st uint32, p string) *encoder {
+	e := ok(xid, st)
+	s.wcc(e, p)
+	return e
+}
+
 // wcc encodes wcc_data with no pre-operation attributes.
 func (s *Server) wcc(e *encoder, p string) {
 	e.bool(false)
@@ -489,13 +504,9 @@ func (s *Server) write(xid uint32, a *decoder) *encoder {
 	if a.err != nil {
 		return garbage(xid)
 	}
-	if st == nfs3OK && s.fs.writes == nil {
-		st = nfs3ROFS
-	}
+	st = s.writable(st)
 	if st != nfs3OK {
-		e := ok(xid, st)
-		s.wcc(e, "")
-		return e
+		return s.wccStatus(xid, st, "")
 	}
 	wf, err := s.fs.writes.get(p)
 	var n int
@@ -511,9 +522,7 @@ func (s *Server) write(xid uint32, a *decoder) *encoder {
 		how = fileSync
 	}
 	if err != nil {
-		e := ok(xid, statusOf(err))
-		s.wcc(e, p)
-		return e
+		return s.wccStatus(xid, statusOf(err), p)
 	}
 	e := ok(xid, nfs3OK)
 	s.wcc(e, p)
@@ -530,18 +539,12 @@ func (s *Server) commit(xid uint32, a *decoder) *encoder {
 	if a.err != nil {
 		return garbage(xid)
 	}
-	if st == nfs3OK && s.fs.writes == nil {
-		st = nfs3ROFS
-	}
+	st = s.writable(st)
 	if st != nfs3OK {
-		e := ok(xid, st)
-		s.wcc(e, "")
-		return e
+		return s.wccStatus(xid, st, "")
 	}
 	if err := s.fs.writes.commit(p); err != nil {
-		e := ok(xid, statusOf(err))
-		s.wcc(e, p)
-		return e
+		return s.wccStatus(xid, statusOf(err), p)
 	}
 	e := ok(xid, nfs3OK)
 	s.wcc(e, p)
@@ -641,9 +644,7 @@ func (s *Server) setattr(xid uint32, a *decoder) *encoder {
 	if a.err != nil {
 		return garbage(xid)
 	}
-	if st == nfs3OK && s.fs.writes == nil {
-		st = nfs3ROFS
-	}
+	st = s.writable(st)
 	if st == nfs3OK {
 		if err := s.apply(p, sa); err != nil {
 			st = statusOf(err)
@@ -658,9 +659,7 @@ func (s *Server) setattr(xid uint32, a *decoder) *encoder {
 // and attributes, and the directory's.
 func (s *Server) created(xid uint32, dir, p string, err error) *encoder {
 	if err != nil {
-		e := ok(xid, statusOf(err))
-		s.wcc(e, dir)
-		return e
+		return s.wccStatus(xid, statusOf(err), dir)
 	}
 	e := ok(xid, nfs3OK)
 	e.bool(true)
@@ -726,13 +725,9 @@ func (s *Server) create(xid uint32, a *decoder) *encoder {
 	if a.err != nil {
 		return garbage(xid)
 	}
-	if st == nfs3OK && s.fs.writes == nil {
-		st = nfs3ROFS
-	}
+	st = s.writable(st)
 	if st != nfs3OK {
-		e := ok(xid, st)
-		s.wcc(e, dir)
-		return e
+		return s.wccStatus(xid, st, dir)
 	}
 	p := path.Join(dir, name)
 	if _, err := s.fs.Lstat(p); err == nil && how != createUnchecked {
@@ -741,9 +736,7 @@ func (s *Server) create(xid uint32, a *decoder) *encoder {
 		if how == createExclusive && s.exclusive.made(p, verf) {
 			return s.created(xid, dir, p, nil)
 		}
-		e := ok(xid, nfs3Exist)
-		s.wcc(e, dir)
-		return e
+		return s.wccStatus(xid, nfs3Exist, dir)
 	}
 	if how == createExclusive {
 		// O_EXCL (mkstemp: rsync's temporary files). The verifier is kept
@@ -773,13 +766,9 @@ func (s *Server) mkdir(xid uint32, a *decoder) *encoder {
 	if a.err != nil {
 		return garbage(xid)
 	}
-	if st == nfs3OK && s.fs.writes == nil {
-		st = nfs3ROFS
-	}
+	st = s.writable(st)
 	if st != nfs3OK {
-		e := ok(xid, st)
-		s.wcc(e, dir)
-		return e
+		return s.wccStatus(xid, st, dir)
 	}
 	mode := os.FileMode(0o755)
 	if sa.mode != nil {
@@ -794,9 +783,7 @@ func (s *Server) remove(xid uint32, a *decoder) *encoder {
 	if a.err != nil {
 		return garbage(xid)
 	}
-	if st == nfs3OK && s.fs.writes == nil {
-		st = nfs3ROFS
-	}
+	st = s.writable(st)
 	if st == nfs3OK {
 		if err := s.fs.Remove(path.Join(dir, name)); err != nil {
 			st = statusOf(err)
@@ -816,9 +803,7 @@ func (s *Server) rename(xid uint32, a *decoder) *encoder {
 	if st == nfs3OK {
 		st = st2
 	}
-	if st == nfs3OK && s.fs.writes == nil {
-		st = nfs3ROFS
-	}
+	st = s.writable(st)
 	if st == nfs3OK {
 		if err := s.fs.Rename(path.Join(fromDir, fromName), path.Join(toDir, toName)); err != nil {
 			st = statusOf(err)
