@@ -123,6 +123,12 @@ const verdictJournal = "verdicts.journal"
 
 // release frees what open built, for a front end that failed to start.
 func (s *Server) release() {
+	for _, c := range s.committers {
+		c.Close()
+	}
+	for _, f := range s.files {
+		f.Close() // their background work writes to the cache
+	}
 	if s.verdicts != nil {
 		s.verdicts.Close()
 	}

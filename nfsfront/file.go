@@ -18,6 +18,12 @@ import (
 // openIdle is how long an open file is kept without a READ.
 const openIdle = 10 * time.Second
 
+// maxOpen bounds the files kept open (each may hold a descriptor of the
+// stored file): a client reading through 100,000 files in openIdle would
+// otherwise hold as many. Past it, the least recently read unused one is
+// closed.
+const maxOpen = 256
+
 // openFile is one OPEN of a node, shared by the READs of its path.
 type openFile struct {
 	t     *tree
@@ -80,7 +86,25 @@ func (o *opens) get(p string) (*openFile, error) {
 	}
 	f.refs = 1
 	o.m[p] = f
+	if len(o.m) > maxOpen {
+		if victim := o.oldestUnusedLocked(); victim != nil {
+			delete(o.m, victim.path)
+			go victim.close()
+		}
+	}
 	return f, nil
+}
+
+// oldestUnusedLocked returns the least recently read open file no READ
+// uses, or nil.
+func (o *opens) oldestUnusedLocked() *openFile {
+	var oldest *openFile
+	for _, f := range o.m {
+		if f.refs == 0 && (oldest == nil || f.lastUsed.Before(oldest.lastUsed)) {
+			oldest = f
+		}
+	}
+	return oldest
 }
 
 func (o *opens) put(f *openFile) {

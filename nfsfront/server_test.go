@@ -3,6 +3,7 @@ package nfsfront
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -280,5 +281,38 @@ func TestExclusiveCreate(t *testing.T) {
 	}
 	if st, _ := create(43); st != 17 {
 		t.Errorf("an exclusive create with another verifier: status %d, want NFS3ERR_EXIST", st)
+	}
+}
+
+// Files read one after another stay open for their next READs, but no
+// more than maxOpen of them: a client reading through many files holds
+// a bounded number of the tree's opens (and of its descriptors).
+func TestOpensBounded(t *testing.T) {
+	dir := t.TempDir()
+	n := maxOpen + 44
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d", i)), []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, srv, raw := serveDir(t, dir)
+	for i := range n {
+		if got := string(readAll(t, v, fmt.Sprintf("f%03d", i))); got != fmt.Sprint(i) {
+			t.Fatalf("f%03d: read %q", i, got)
+		}
+	}
+	srv.fs.opens.mu.Lock()
+	open := len(srv.fs.opens.m)
+	srv.fs.opens.mu.Unlock()
+	if open > maxOpen {
+		t.Errorf("%d files open after reading %d, want at most %d", open, n, maxOpen)
+	}
+	srv.Close()
+	raw.mu.Lock()
+	defer raw.mu.Unlock()
+	for id, k := range raw.held {
+		if k != 0 {
+			t.Errorf("node %d: %d lookups not returned after Close", id, k)
+		}
 	}
 }
