@@ -25,7 +25,7 @@ const (
 
 // archPackages are the packages the picture shows, top layer first.
 var archPackages = []string{
-	"cmd/deltafs", "csi", "mount", "nodes", "writeback", "serve", "blobcache",
+	"cmd/deltafs", "csi", "mount", "inbox", "nodes", "writeback", "serve", "blobcache",
 	"delta/blobstore", "delta", "delta/checkpoint", "delta/action", "pqfile", "internal/durable", "internal/sample",
 }
 

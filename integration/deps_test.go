@@ -43,10 +43,13 @@ var layerRules = []layerRule{
 	// csi is a front end: it reaches mounts only through the Mounter that
 	// cmd/deltafs gives it (one `deltafs mount` process per volume).
 	{layer: "csi", forbidden: []string{goFuse, goCloud}},
-	{layer: "mount", mayImport: []string{"nodes", "nfsfront", "serve", "blobcache", "writeback", "delta", "pqfile", durable}},
+	{layer: "mount", mayImport: []string{"nodes", "inbox", "nfsfront", "serve", "blobcache", "writeback", "delta", "pqfile", durable}},
 	// nfsfront translates NFS requests into the FUSE requests of the one
 	// tree (go-fuse's RawFileSystem): it knows no rule of the tree.
 	{layer: "nfsfront", forbidden: []string{goCloud}},
+	// The inbox is a part of the tree built on what nodes exports (its
+	// Env, attributes, errno choice); nodes never reaches back into it.
+	{layer: "inbox", mayImport: []string{"nodes", "delta", "serve", "pqfile", "blobcache", durable}, direct: []string{"nodes", "delta"}, forbidden: []string{goCloud}},
 	{layer: "nodes", mayImport: []string{"delta", "serve", "pqfile", "blobcache", durable}, direct: []string{"delta", "serve"}, forbidden: []string{goCloud}},
 	{layer: "serve", mayImport: []string{"delta", "pqfile", "blobcache", durable}, forbidden: []string{goFuse, goCloud}},
 	{layer: "writeback", mayImport: []string{"delta", "pqfile", durable}, forbidden: []string{goFuse}},

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/deltafs/deltafs/nodes"
+	"github.com/deltafs/deltafs/inbox"
 	"github.com/deltafs/deltafs/pqfile"
 )
 
@@ -91,7 +91,7 @@ type Config struct {
 	// InboxStaleAfter is how long a staged inbox file that will not be
 	// committed (a temporary name never renamed, an empty file) may sit
 	// idle before it is removed (default DefaultInboxStaleAfter,
-	// 1h; negative: never). See nodes.TableDir.SweepInbox.
+	// 1h; negative: never). See inbox.Inbox.Sweep.
 	InboxStaleAfter time.Duration
 	// CommitTimeout caps the wait of an inbox close() or rename() for its
 	// commit, uploads and retries included (default DefaultCommitTimeout);
@@ -116,8 +116,8 @@ type Config struct {
 const (
 	DefaultCacheSize       = 10 << 30
 	DefaultRefresh         = time.Second
-	DefaultInboxStaleAfter = nodes.DefaultInboxStaleAfter
-	DefaultCommitTimeout   = nodes.DefaultCommitTimeout
+	DefaultInboxStaleAfter = inbox.DefaultStaleAfter
+	DefaultCommitTimeout   = inbox.DefaultCommitTimeout
 	// DefaultValidationMemory is Config.ValidationMemory's default.
 	DefaultValidationMemory = pqfile.DefaultProveMemory
 )

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/inbox"
 	"github.com/deltafs/deltafs/nodes"
 	"github.com/deltafs/deltafs/pqfile"
 	"github.com/deltafs/deltafs/writeback"
@@ -45,6 +46,8 @@ func (s *Server) enableInboxes() (string, error) {
 		return "", fmt.Errorf("inbox staging: %w", err)
 	}
 	budget := pqfile.NewBudget(s.cfg.ValidationMemory) // one for all tables
+	s.inboxEnv = inbox.NewEnv(s.env, inbox.Options{Staging: stagingBudget{s.cache},
+		StaleAfter: s.cfg.InboxStaleAfter, CommitTimeout: s.cfg.CommitTimeout})
 	for i, d := range s.dirs {
 		tdir := filepath.Join(dir, strconv.Itoa(i))
 		if err := os.Mkdir(tdir, 0o700); err != nil {
@@ -54,7 +57,7 @@ func (s *Server) enableInboxes() (string, error) {
 		c := writeback.New(s.tables[i].table, s.stats.committerHooks(s.tables[i].name,
 			writeback.Options{EngineInfo: s.cfg.EngineInfo, Logger: s.cfg.Logger, TempDir: widenDir, CommitTimeout: s.cfg.CommitTimeout, ValidationBudget: budget}))
 		s.committers = append(s.committers, c)
-		d.EnableInbox(inboxWriter{c: c, refuse: s.probeAtomicPut(s.tables[i])}, tdir)
+		s.inboxes = append(s.inboxes, inbox.Enable(s.inboxEnv, d, inboxWriter{c: c, refuse: s.probeAtomicPut(s.tables[i])}, tdir))
 	}
 	return dir, nil
 }
@@ -115,7 +118,7 @@ type inboxWriter struct {
 	refuse error
 }
 
-var _ nodes.Writer = inboxWriter{}
+var _ inbox.Writer = inboxWriter{}
 
 func (w inboxWriter) Writable(ctx context.Context) error {
 	if w.refuse != nil {
@@ -128,7 +131,7 @@ func (w inboxWriter) PartitionColumns(ctx context.Context) ([]*delta.StructField
 	return w.c.PartitionColumns(ctx)
 }
 
-func (w inboxWriter) Append(ctx context.Context, files []nodes.StagedFile) (int64, error) {
+func (w inboxWriter) Append(ctx context.Context, files []inbox.StagedFile) (int64, error) {
 	if w.refuse != nil {
 		return 0, classify(w.refuse)
 	}
@@ -143,7 +146,7 @@ func (w inboxWriter) Append(ctx context.Context, files []nodes.StagedFile) (int6
 	return res.Version, nil
 }
 
-func (w inboxWriter) Check(ctx context.Context, files []nodes.StagedFile) error {
+func (w inboxWriter) Check(ctx context.Context, files []inbox.StagedFile) error {
 	if w.refuse != nil {
 		return classify(w.refuse)
 	}

@@ -4,10 +4,13 @@ import "golang.org/x/sys/unix"
 
 // learnMountID tells the tree the kernel's mnt_id of the mount, which
 // tells the inbox's descriptors apart from those of another deltafs
-// mount with the same inode numbers (nodes.Env.SetMountID). Unknown, the
-// inbox matches inode numbers only.
+// mount with the same inode numbers (inbox.Env.SetMountID). Unknown, the
+// inbox matches inode numbers only. A read-only mount has no inbox.
 func (s *Server) learnMountID() {
-	if !s.env.FdinfoHasIno() {
+	if s.inboxEnv == nil {
+		return
+	}
+	if !s.inboxEnv.FdinfoHasIno() {
 		s.cfg.Logger.Warn("deltafs: this kernel's /proc/PID/fdinfo has no ino: line (Linux < 5.14): "+
 			"a dup of an inbox file's write descriptor is recognized by its path in /proc/PID/fd; "+
 			"a writer that sees the mount under another path (another mount namespace, a chroot) "+
@@ -20,5 +23,5 @@ func (s *Server) learnMountID() {
 		s.cfg.Logger.Debug("deltafs: mount id unknown", "mountpoint", s.cfg.Mountpoint, "err", err)
 		return
 	}
-	s.env.SetMountID(stx.Mnt_id)
+	s.inboxEnv.SetMountID(stx.Mnt_id)
 }

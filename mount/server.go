@@ -17,6 +17,7 @@ import (
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/inbox"
 	"github.com/deltafs/deltafs/nodes"
 	"github.com/deltafs/deltafs/serve"
 	"github.com/deltafs/deltafs/writeback"
@@ -34,6 +35,10 @@ type Server struct {
 	dirs   []*nodes.TableDir
 	files  []*serve.Table // the tables' data file servers, closed before the cache
 	env    *nodes.Env
+	// inboxEnv and inboxes are the tables' inboxes (inboxes[i] is
+	// dirs[i]'s); nil on a read-only mount.
+	inboxEnv *inbox.Env
+	inboxes  []*inbox.Inbox
 	// staging holds the inbox's staged files, removed at unmount; ""
 	// for a read-only mount (no inbox).
 	staging string
@@ -60,7 +65,7 @@ const maxRequest = 1 << 20
 // fail the mount: its directory holds _deltafs_error.txt. A source that
 // cannot be opened, or holds no table, does. Unless cfg.ReadOnly,
 // each table has an inbox/ whose files are staged under cfg.CacheDir and
-// appended by a writeback.Committer when closed (see nodes.InboxFile).
+// appended by a writeback.Committer when closed (see inbox.File).
 func Mount(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Mountpoint == "" {
 		return nil, fmt.Errorf("no mountpoint")
@@ -150,16 +155,13 @@ func (s *Server) startRefresh() {
 // and group (see mirrorPerms).
 func (s *Server) buildTree(ctx context.Context, uidSet, gidSet bool) *nodes.RootDir {
 	s.env = nodes.NewEnv(nodes.Options{
-		UID:             s.cfg.UID,
-		GID:             s.cfg.GID,
-		Passthrough:     !s.cfg.NoPassthrough,
-		XAttrs:          s.cfg.XAttrs,
-		ShortTimeout:    s.cfg.Refresh,
-		Logger:          s.cfg.Logger,
-		Observer:        s.stats,
-		Staging:         stagingBudget{s.cache},
-		InboxStaleAfter: s.cfg.InboxStaleAfter,
-		CommitTimeout:   s.cfg.CommitTimeout,
+		UID:          s.cfg.UID,
+		GID:          s.cfg.GID,
+		Passthrough:  !s.cfg.NoPassthrough,
+		XAttrs:       s.cfg.XAttrs,
+		ShortTimeout: s.cfg.Refresh,
+		Logger:       s.cfg.Logger,
+		Observer:     s.stats,
 	})
 	for _, t := range s.tables {
 		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns, Verdicts: s.verdicts})
@@ -249,13 +251,14 @@ func (s *Server) refreshLoop(ctx context.Context) {
 		}
 	}
 	r := refresher{n: len(s.dirs), workers: refreshWorkers, fn: func(ctx context.Context, i int) {
-		s.refreshTable(ctx, s.dirs[i], &lastErr[i])
+		s.refreshTable(ctx, i, &lastErr[i])
 	}}
 	r.run(ctx, tick.C)
 }
 
 // refreshTable refreshes one table, bounded by a timeout.
-func (s *Server) refreshTable(ctx context.Context, d *nodes.TableDir, lastErr *string) {
+func (s *Server) refreshTable(ctx context.Context, i int, lastErr *string) {
+	d := s.dirs[i]
 	rctx, cancel := context.WithTimeout(ctx, max(10*s.cfg.Refresh, 30*time.Second))
 	changed, err := d.Refresh(rctx)
 	cancel()
@@ -263,7 +266,9 @@ func (s *Server) refreshTable(ctx context.Context, d *nodes.TableDir, lastErr *s
 		d.Invalidate()
 	}
 	s.stats.setTable(d) // also after commits, which refresh d themselves
-	d.SweepInbox(time.Now())
+	if s.inboxes != nil {
+		s.inboxes[i].Sweep(time.Now())
+	}
 	s.logRefresh(d.Name(), err, lastErr)
 }
 
@@ -322,8 +327,8 @@ func (s *Server) Wait() {
 		}
 		s.cache.Close()
 		closeTables(s.tables)
-		for _, d := range s.dirs {
-			d.LogDropped()
+		for _, in := range s.inboxes {
+			in.LogDropped()
 		}
 		s.removeStaging()
 		close(s.waited)

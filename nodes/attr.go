@@ -22,12 +22,12 @@ const (
 	kindReason   = "reason"
 )
 
-// stableIno returns the inode number of a node from its identity: the
+// StableIno returns the inode number of a node from its identity: the
 // same (kind, table, version, path) always gets the same number, across
 // lookups and across mounts, so that tools comparing inode numbers (tar,
 // rsync, find -samefile) see a stable tree. Numbers stay below 2^63, where
 // go-fuse's automatic numbers start, and above 1 (the root).
-func stableIno(kind, table string, version int64, path string) uint64 {
+func StableIno(kind, table string, version int64, path string) uint64 {
 	var num [20]byte
 	h := newInoHash().part(kind).part(table).part(string(strconv.AppendInt(num[:0], version, 10))).part(path)
 	return h.ino()
@@ -38,7 +38,7 @@ func stableIno(kind, table string, version int64, path string) uint64 {
 // add action: path, size, time and deletion vector; the same servedAs,
 // see snapshotTree), so that a new @latest after an append shares the
 // inodes, and with them the kernel's page cache, of every file it did
-// not change. It is stableIno(kindFile, table, -1, id) of the file's
+// not change. It is StableIno(kindFile, table, -1, id) of the file's
 // identity id (path, size, time, deletion vector and servedAs, each
 // followed by a zero byte but the last), hashed without building id: a
 // listing computes it for every entry it returns.
@@ -82,9 +82,9 @@ func (h inoHash) ino() uint64 {
 	return n
 }
 
-// fillAttr sets the fields every node reports: mode is the file type and
+// FillAttr sets the fields every node reports: mode is the file type and
 // permission bits (see access), own the owner.
-func fillAttr(a *fuse.Attr, ino uint64, mode uint32, own fuse.Owner, size int64, mtime time.Time) {
+func FillAttr(a *fuse.Attr, ino uint64, mode uint32, own fuse.Owner, size int64, mtime time.Time) {
 	a.Ino = ino
 	a.Mode = mode
 	a.Owner = own

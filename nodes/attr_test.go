@@ -1,12 +1,17 @@
 package nodes
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // fnvIno is how inode numbers were first computed (hash/fnv over each
@@ -35,8 +40,8 @@ func TestInodeNumbersAreStable(t *testing.T) {
 		{kindTable, "t", -1, ""},
 		{kindHistory, "üñí", 1 << 40, "a/b\x00c"},
 	} {
-		if got, want := stableIno(c.kind, c.table, c.version, c.path), fnvIno(c.kind, c.table, c.version, c.path); got != want {
-			t.Errorf("stableIno%v = %d, want %d", c, got, want)
+		if got, want := StableIno(c.kind, c.table, c.version, c.path), fnvIno(c.kind, c.table, c.version, c.path); got != want {
+			t.Errorf("StableIno%v = %d, want %d", c, got, want)
 		}
 	}
 	off := int32(7)
@@ -60,5 +65,36 @@ func BenchmarkFileIno(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		fileIno("t", a, "")
+	}
+}
+
+// Entries without a commit time (the root, status files, inbox/, @<time>
+// links) carry the mount's start time, not 1970-01-01.
+func TestFillAttrNoZeroTime(t *testing.T) {
+	var a fuse.Attr
+	FillAttr(&a, 1, syscall.S_IFDIR|0o555, fuse.Owner{}, 0, time.Time{})
+	if a.Mtime == 0 || a.Ctime == 0 || int64(a.Mtime) != started.Unix() {
+		t.Errorf("mtime %d ctime %d, want the start time %d", a.Mtime, a.Ctime, started.Unix())
+	}
+}
+
+// Out of file descriptors is EMFILE / ENFILE, not EIO (issue 20): the
+// caller learns which limit to raise.
+func TestFdLimitErrnos(t *testing.T) {
+	env := NewEnv(Options{})
+	for _, c := range []struct {
+		err  error
+		want syscall.Errno
+	}{
+		{&os.PathError{Op: "open", Path: "x", Err: syscall.EMFILE}, syscall.EMFILE},
+		{fmt.Errorf("open data file: %w", &os.PathError{Op: "open", Path: "x", Err: syscall.ENFILE}), syscall.ENFILE},
+		{errors.New("bad bytes"), syscall.EIO},
+	} {
+		if got := env.DataErrno("open", c.err); got != c.want {
+			t.Errorf("DataErrno(%v) = %v, want %v", c.err, got, c.want)
+		}
+		if got := env.metaErrno("lookup", c.err); got != c.want {
+			t.Errorf("metaErrno(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

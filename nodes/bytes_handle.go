@@ -8,13 +8,13 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// bytesHandle is an open file whose content was fixed at open time.
-type bytesHandle []byte
+// BytesHandle is an open file whose content was fixed at open time.
+type BytesHandle []byte
 
-var _ = (fs.FileReader)(bytesHandle(nil))
+var _ = (fs.FileReader)(BytesHandle(nil))
 
 // Read returns the bytes at off.
-func (b bytesHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+func (b BytesHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if off >= int64(len(b)) {
 		return fuse.ReadResultData(nil), 0
 	}

@@ -22,7 +22,7 @@ import (
 // keep them cached.
 type ChangeFileNode struct {
 	fs.Inode
-	readOnlyFile
+	ReadOnlyFile
 
 	dir  *TableDir
 	end  *delta.Snapshot
@@ -76,7 +76,7 @@ func (c *ChangeFileNode) fill(ctx context.Context, a *fuse.Attr) (time.Duration,
 		n, timeout = c.cf.Size, c.dir.env.Opts.ShortTimeout
 	}
 	acc := c.dir.access()
-	fillAttr(a, c.ino, acc.file(), acc.owner, n, c.cf.Timestamp)
+	FillAttr(a, c.ino, acc.File(), acc.Owner, n, c.cf.Timestamp)
 	return timeout, 0
 }
 
@@ -92,7 +92,7 @@ func (c *ChangeFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse
 
 // Open serves the change rows.
 func (c *ChangeFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if isWriteOpen(flags) {
+	if IsWriteOpen(flags) {
 		return nil, 0, c.ro.refuse("open for writing", "")
 	}
 	keep, drop, err := c.rows(ctx)
@@ -101,7 +101,7 @@ func (c *ChangeFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle,
 		content, err = c.dir.files.OpenChange(ctx, c.end, c.cf, keep, drop)
 	}
 	if err != nil {
-		return nil, 0, c.dir.env.dataErrno("open a change file", err, c.attrs()...)
+		return nil, 0, c.dir.env.DataErrno("open a change file", err, c.attrs()...)
 	}
 	return &changeHandle{file: c, content: content}, fuse.FOPEN_KEEP_CACHE, 0
 }
@@ -121,7 +121,7 @@ var (
 func (h *changeHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.content.ReadAt(ctx, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, h.file.dir.env.dataErrno("read a change file", err, h.file.attrs()...)
+		return nil, h.file.dir.env.DataErrno("read a change file", err, h.file.attrs()...)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }

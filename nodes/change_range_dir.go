@@ -53,7 +53,7 @@ var (
 
 func (r *ChangeRangeDir) fill(a *fuse.Attr) {
 	acc := r.dir.access()
-	fillAttr(a, r.ino, acc.dir(), acc.owner, 0, time.Time{})
+	FillAttr(a, r.ino, acc.Dir(), acc.Owner, 0, time.Time{})
 }
 
 // Getattr reports a read-only directory.
@@ -110,7 +110,7 @@ func (r *ChangeRangeDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Err
 	entries := make([]fuse.DirEntry, len(r.files))
 	for i, f := range r.files {
 		name := serve.ChangeFileName(i, f)
-		entries[i] = fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: stableIno(kindChanges, r.dir.name, r.from, fmt.Sprintf("%d..%d/%s", r.from, r.to, name))}
+		entries[i] = fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: StableIno(kindChanges, r.dir.name, r.from, fmt.Sprintf("%d..%d/%s", r.from, r.to, name))}
 	}
 	return fs.NewListDirStream(entries), 0
 }
@@ -134,7 +134,7 @@ func (r *ChangeRangeDir) Lookup(ctx context.Context, name string, out *fuse.Entr
 			return nil, syscall.ENOENT
 		}
 		text := fmt.Sprintf("deltafs cannot give the changes of table %s, versions %d to %d: %v\n", r.dir.name, r.from, r.to, refused)
-		ino := stableIno(kindReason, r.dir.name, r.from, fmt.Sprintf("changes %d..%d", r.from, r.to))
+		ino := StableIno(kindReason, r.dir.name, r.from, fmt.Sprintf("changes %d..%d", r.from, r.to))
 		f := &textFile{text: []byte(text), ino: ino, acc: acc}
 		f.ro = roNode{r.dir.env, &f.Inode}
 		f.fill(&out.Attr)
@@ -143,7 +143,7 @@ func (r *ChangeRangeDir) Lookup(ctx context.Context, name string, out *fuse.Entr
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	ino := stableIno(kindChanges, r.dir.name, r.from, fmt.Sprintf("%d..%d/%s", r.from, r.to, name))
+	ino := StableIno(kindChanges, r.dir.name, r.from, fmt.Sprintf("%d..%d/%s", r.from, r.to, name))
 	c := &ChangeFileNode{dir: r.dir, end: end, cf: cf, name: name, ino: ino}
 	c.ro = roNode{r.dir.env, &c.Inode}
 	timeout, errno := c.fill(ctx, &out.Attr)

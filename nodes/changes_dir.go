@@ -55,25 +55,25 @@ const (
 	readmeName  = "README.txt"
 )
 
-func (c *ChangesDir) ino() uint64 { return stableIno(kindChanges, c.dir.name, -1, "") }
+func (c *ChangesDir) ino() uint64 { return StableIno(kindChanges, c.dir.name, -1, "") }
 
 // Getattr reports a read-only directory.
 func (c *ChangesDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	acc := c.dir.access()
-	fillAttr(&out.Attr, c.ino(), acc.dir(), acc.owner, 0, time.Time{})
+	FillAttr(&out.Attr, c.ino(), acc.Dir(), acc.Owner, 0, time.Time{})
 	out.SetTimeout(c.dir.env.Opts.LongTimeout)
 	return 0
 }
 
 // Readdir lists the README only: ranges are resolved when named.
 func (c *ChangesDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	return fs.NewListDirStream([]fuse.DirEntry{{Name: readmeName, Mode: syscall.S_IFREG, Ino: stableIno(kindChanges, c.dir.name, -1, readmeName)}}), 0
+	return fs.NewListDirStream([]fuse.DirEntry{{Name: readmeName, Mode: syscall.S_IFREG, Ino: StableIno(kindChanges, c.dir.name, -1, readmeName)}}), 0
 }
 
 // Lookup returns the README or the directory of a range FROM..TO.
 func (c *ChangesDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if name == readmeName {
-		ino := stableIno(kindChanges, c.dir.name, -1, readmeName)
+		ino := StableIno(kindChanges, c.dir.name, -1, readmeName)
 		f := &textFile{text: []byte(changesReadme), ino: ino, acc: c.dir.access()}
 		f.ro = roNode{c.dir.env, &f.Inode}
 		f.fill(&out.Attr)
@@ -85,7 +85,7 @@ func (c *ChangesDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 	if err != nil {
 		return nil, c.dir.env.metaErrno("resolve a range of changes", err, "table", c.dir.name, "range", name)
 	}
-	ino := stableIno(kindChanges, c.dir.name, from, fmt.Sprintf("%d..%d", from, to))
+	ino := StableIno(kindChanges, c.dir.name, from, fmt.Sprintf("%d..%d", from, to))
 	r := &ChangeRangeDir{dir: c.dir, from: from, to: to, ino: ino}
 	r.ro = roNode{c.dir.env, &r.Inode}
 	r.fill(&out.Attr)

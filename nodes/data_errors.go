@@ -52,7 +52,7 @@ func (r *dataErrors) snapshot() (int, []DataError) {
 // it and, unless the caller was only interrupted, records it in the
 // table's status.
 func (d *DataFile) fail(op string, err error) syscall.Errno {
-	errno := d.env().dataErrno(op, err, d.logAttrs()...)
+	errno := d.env().DataErrno(op, err, d.logAttrs()...)
 	if errno != 0 && errno != syscall.EINTR && d.ref.errs != nil {
 		d.ref.errs.add(DataError{Time: time.Now().UTC(), Op: op, Version: d.ref.version,
 			File: d.path, Errno: ErrnoName(errno), Error: err.Error()})

@@ -23,7 +23,7 @@ import (
 // recorded in the status file.
 type DataFile struct {
 	fs.Inode
-	readOnlyFile
+	ReadOnlyFile
 
 	ref   *snapRef     // the first version it was looked up in, shared with its directories
 	add   *delta.Add   // the live file's add action (shared with the snapshot)
@@ -125,7 +125,7 @@ func (d *DataFile) fill(ctx context.Context, a *fuse.Attr) (time.Duration, sysca
 			acc = d.ref.dir.fileAccess(f)
 		}
 	}
-	fillAttr(a, d.ino(), acc.file(), acc.owner, n, time.UnixMilli(d.add.ModificationTime))
+	FillAttr(a, d.ino(), acc.File(), acc.Owner, n, time.UnixMilli(d.add.ModificationTime))
 	if !exact {
 		return d.env().Opts.ShortTimeout, 0
 	}
@@ -147,7 +147,7 @@ func (d *DataFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrO
 // kernel page cache kept across opens for stored files, and bypassed for
 // rewritten ones.
 func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if isWriteOpen(flags) {
+	if IsWriteOpen(flags) {
 		return nil, 0, d.ro.refuse("open for writing", "")
 	}
 	c, err := d.openContent(ctx)

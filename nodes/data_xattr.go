@@ -47,7 +47,7 @@ func (d *DataFile) xattr(ctx context.Context, attr string) ([]byte, syscall.Errn
 			n, err = snap.NumRecords(ctx, add)
 		}
 		if err != nil {
-			return nil, d.env().dataErrno("numRecords", err, d.logAttrs()...)
+			return nil, d.env().DataErrno("numRecords", err, d.logAttrs()...)
 		}
 		return []byte(strconv.FormatInt(n, 10)), 0
 	case xattrDeletedRows:
@@ -63,7 +63,7 @@ func (d *DataFile) xattr(ctx context.Context, attr string) ([]byte, syscall.Errn
 			b, err = json.Marshal(f.PartitionValues)
 		}
 		if err != nil {
-			return nil, d.env().dataErrno("partitionValues", err, d.logAttrs()...)
+			return nil, d.env().DataErrno("partitionValues", err, d.logAttrs()...)
 		}
 		return b, 0
 	case xattrStats:

@@ -1,25 +1,26 @@
 // Package nodes is the FUSE tree of a deltafs mount: the root, one
 // directory per table, the @vN snapshot directories with their Hive layout,
 // the data files, the @latest and @<timestamp> symlinks, the
-// _history.jsonl file and the inbox/ where dropped Parquet files are
-// staged and appended (through the Writer interface below).
+// _history.jsonl file, the status and reason files, and the place of a
+// table's inbox/ (package inbox builds it, over what this package
+// exports: the Env, attributes, inode numbers and errno choice).
 //
 // It knows Delta only through the engine's value types (snapshots, live
-// files), asks package serve (through Files) for the bytes of data
-// files, and reaches commits only through the Writer interface declared
-// in this file, which the mount implements. Every errno is chosen in
-// errno.go.
+// files) and asks package serve (through Files) for the bytes of data
+// files. Every errno is chosen in errno.go, the inbox's too.
 package nodes
 
 import (
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
-
 	"context"
 	"errors"
 	"log/slog"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/serve"
@@ -39,7 +40,7 @@ type Table interface {
 	Version(ctx context.Context, version int64) (delta.VersionInfo, error)
 	// VersionsIn is Version for each version of from..to (errs[i] is the
 	// answer's error for from+i), reading what it needs in parallel; only
-	// a cancelled ctx fails it whole.
+	// a Cancelled ctx fails it whole.
 	VersionsIn(ctx context.Context, from, to int64) (infos []delta.VersionInfo, errs []error, err error)
 	// VersionAt returns the version as of a time (delta's rule).
 	VersionAt(ctx context.Context, ts time.Time) (int64, error)
@@ -108,37 +109,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, is told of every failed operation (metrics).
 	Observer Observer
-	// Staging, when set, bounds the local disk taken by staged inbox
-	// files: each write that grows a staged file reserves its growth,
-	// and a file's bytes are given back when it leaves the inbox.
-	Staging Budget
-	// InboxStaleAfter: a staged file not committed (a temporary name, or
-	// empty) and not written, truncated or renamed for this long, with
-	// no open write handle, is removed without a commit, and so is an
-	// empty scratch directory (SweepInbox). Zero means
-	// DefaultInboxStaleAfter; negative never.
-	InboxStaleAfter time.Duration
-	// CommitTimeout caps the wait of a close() or rename() for its commit
-	// (zero means DefaultCommitTimeout): past it the answer is EIO, the
-	// reason in _status.jsonl (the outcome may be unknown).
-	CommitTimeout time.Duration
-}
-
-// DefaultInboxStaleAfter is the default Options.InboxStaleAfter.
-const DefaultInboxStaleAfter = time.Hour
-
-// DefaultCommitTimeout is the default of Options.CommitTimeout.
-const DefaultCommitTimeout = 5 * time.Minute
-
-// Budget is a bound on local disk bytes shared with others (the mount wires the
-// disk cache's, so staged inbox files and cached files share
-// --cache-size). Implementations must be safe for concurrent use.
-type Budget interface {
-	// Reserve takes n bytes of the budget, or returns an error (wrapping
-	// syscall.ENOSPC) saying why it cannot.
-	Reserve(n int64) error
-	// Release gives back n bytes taken by Reserve.
-	Release(n int64)
 }
 
 // Observer is told of each operation that failed, once its errno is
@@ -160,49 +130,18 @@ type Env struct {
 	// (FUSE_DIRECT_IO_ALLOW_MMAP), so rewritten files may bypass the FUSE
 	// page cache. Set once the mount is up (SetDirectIO).
 	directIO atomic.Bool
-	// mountID is the kernel's mnt_id of the mount (0 until SetMountID):
-	// with it, a descriptor of another mount whose inode number matches
-	// is not taken for one of ours (see holdsDescriptor).
-	mountID atomic.Uint64
-	// fdinfo says how the inbox recognizes a dup of a write handle
-	// (probeFdinfo, at NewEnv; see holdsWriteDescriptor).
-	fdinfo fdinfoIno
 	// refusals rate-limits the log lines of writes refused with EROFS.
 	refusals refusalLog
 }
 
-// FdinfoHasIno reports whether this kernel's /proc/PID/fdinfo names each
-// descriptor's inode (Linux >= 5.14). Without it, the inbox recognizes a
-// dup of a write descriptor by the path the kernel shows for it
-// (/proc/PID/fd), which a process in another mount namespace or chroot
-// may see otherwise: its dups are then not seen, and the first close of
-// the opener commits the file and returns the outcome (later writes
-// through a dup fail with EROFS). That never acknowledges a file before
-// it is committed; the other choice (waiting for the last release) would.
-func (e *Env) FdinfoHasIno() bool { return e.fdinfo == fdinfoHasIno }
-
-// SetMountID records the kernel's mnt_id of the mount, once it is up.
-func (e *Env) SetMountID(id uint64) { e.mountID.Store(id) }
+// Logger is where the tree's nodes log (Options.Logger, or a discarding
+// logger).
+func (e *Env) Logger() *slog.Logger { return e.log }
 
 // SetDirectIO says whether the kernel granted FUSE_DIRECT_IO_ALLOW_MMAP:
 // then rewritten files are opened with FOPEN_DIRECT_IO (see DataFile.Open);
 // otherwise (or until called) they use the page cache like stored files.
 func (e *Env) SetDirectIO(ok bool) { e.directIO.Store(ok) }
-
-// reserveStaging takes n bytes of the staging budget, if there is one.
-func (e *Env) reserveStaging(n int64) error {
-	if n <= 0 || e.Opts.Staging == nil {
-		return nil
-	}
-	return e.Opts.Staging.Reserve(n)
-}
-
-// releaseStaging gives back n bytes taken by reserveStaging.
-func (e *Env) releaseStaging(n int64) {
-	if n > 0 && e.Opts.Staging != nil {
-		e.Opts.Staging.Release(n)
-	}
-}
 
 // NewEnv returns an Env with the defaults of opts filled in.
 func NewEnv(opts Options) *Env {
@@ -212,20 +151,14 @@ func NewEnv(opts Options) *Env {
 	if opts.LongTimeout <= 0 {
 		opts.LongTimeout = time.Hour
 	}
-	if opts.CommitTimeout <= 0 {
-		opts.CommitTimeout = DefaultCommitTimeout
-	}
-	if opts.InboxStaleAfter == 0 {
-		opts.InboxStaleAfter = DefaultInboxStaleAfter
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Env{Opts: opts, log: log, fdinfo: probeFdinfo()}
+	return &Env{Opts: opts, log: log}
 }
 
-// Errors a Writer returns, so that the inbox can choose the errno (see
+// Errors an inbox's Writer (package inbox) returns, so that the errno is chosen (see
 // errno.go) without knowing the committer's own error values.
 var (
 	// ErrInvalidFile: the staged file is not a Parquet file the table
@@ -237,38 +170,20 @@ var (
 	ErrNotWritable = errors.New("table not writable by deltafs")
 )
 
-// StagedFile is a complete local file the inbox asks a Writer to append.
-type StagedFile struct {
-	// LocalPath is the staged file on local disk; the Writer only reads it.
-	LocalPath string
-	// Name is the name the user gave the file (recorded in commitInfo).
-	Name string
-	// PartitionValues maps each partition column (logical name) to its
-	// serialized value, nil for null; empty for unpartitioned tables.
-	PartitionValues map[string]*string
-}
+// InboxName is the inbox directory in a table directory.
+const InboxName = "inbox"
 
-// Writer appends files to one table; the mount wires writeback.Committer into
-// it. Implementations must be safe for concurrent use.
-type Writer interface {
-	// Writable returns nil when files can be appended, else why not (an
-	// error wrapping ErrNotWritable, or a storage error).
-	Writable(ctx context.Context) error
-	// PartitionColumns returns the partition columns in order, with their
-	// logical names and types.
-	PartitionColumns(ctx context.Context) ([]*delta.StructField, error)
-	// Append validates the files and commits them all as ONE new version
-	// of the table (a staged file, or every file of a batch directory),
-	// returning that version once its commit exists. A refused file is an
-	// error wrapping ErrInvalidFile that names every bad file, an
-	// unwritable table one wrapping ErrNotWritable; anything else is
-	// storage trouble. Nothing is committed on error. The inbox calls it
-	// at most once per staged file and outcome: a refused file is only
-	// handed again after a new rename.
-	Append(ctx context.Context, files []StagedFile) (version int64, err error)
-	// Check validates the files as Append would, writing nothing: nil, or
-	// an error wrapping ErrInvalidFile that names every bad file (or
-	// ErrNotWritable, or storage trouble). The inbox uses it to name all
-	// the bad files of a batch that is refused for its layout too.
-	Check(ctx context.Context, files []StagedFile) error
+// KindInbox is the stable-inode kind (StableIno) of the inbox's
+// directories and info files; its staged files get go-fuse's automatic
+// numbers.
+const KindInbox = "inbox"
+
+// Inbox is a table directory's inbox/: package inbox builds it and holds
+// its rules; TableDir.SetInbox hangs it in the table directory.
+type Inbox interface {
+	// Node returns the inbox directory, the same inode on every lookup,
+	// with its attributes in out.
+	Node(ctx context.Context, out *fuse.EntryOut) *fs.Inode
+	// State is the inbox's part of the status file.
+	State(ctx context.Context) *InboxState
 }

@@ -15,7 +15,7 @@ import (
 // This file is the one place where Go errors become errno values. The
 // rules:
 //
-//   - a cancelled request (the caller was interrupted) is EINTR;
+//   - a Cancelled request (the caller was interrupted) is EINTR;
 //   - a version, timestamp or name that does not exist is ENOENT;
 //   - a table needing a protocol feature this engine lacks is EOPNOTSUPP;
 //   - anything else in the log (corrupt, unreachable) is EIO;
@@ -39,7 +39,7 @@ func (e *Env) metaErrno(op string, err error, attrs ...any) syscall.Errno {
 	switch {
 	case err == nil:
 		return 0
-	case cancelled(err):
+	case Cancelled(err):
 		return syscall.EINTR
 	case errors.Is(err, delta.ErrVersionNotFound), errors.Is(err, delta.ErrInvalidSpec):
 		return syscall.ENOENT
@@ -69,12 +69,12 @@ func (e *Env) failErrno(op string, err error, attrs []any) syscall.Errno {
 	return errno
 }
 
-// dataErrno maps an error from serving a data file's bytes and logs it.
-func (e *Env) dataErrno(op string, err error, attrs ...any) syscall.Errno {
+// DataErrno maps an error from serving a data file's bytes and logs it.
+func (e *Env) DataErrno(op string, err error, attrs ...any) syscall.Errno {
 	switch {
 	case err == nil:
 		return 0
-	case cancelled(err):
+	case Cancelled(err):
 		return syscall.EINTR
 	default:
 		return e.failErrno(op, err, attrs)
@@ -86,7 +86,7 @@ func (e *Env) dataErrno(op string, err error, attrs ...any) syscall.Errno {
 // entry always stats (a failed stat makes a glob skip the file without an
 // error); the failure is then the open's or the read's.
 func statErrno(err error) syscall.Errno {
-	if cancelled(err) {
+	if Cancelled(err) {
 		return syscall.EINTR
 	}
 	return 0
@@ -108,7 +108,9 @@ func refusedErrno(err error) syscall.Errno {
 	return syscall.EIO
 }
 
-func cancelled(err error) bool {
+// Cancelled reports whether err is a cancelled request's (the caller
+// was interrupted, or its deadline passed).
+func Cancelled(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
@@ -116,14 +118,14 @@ func (e *Env) logFailure(op string, err error, attrs []any) {
 	e.log.Error("deltafs: "+op+" failed", append(attrs, "err", err.Error())...)
 }
 
-// inboxErrno maps the outcome of an inbox operation (create, mkdir, the
+// InboxErrno maps the outcome of an inbox operation (create, mkdir, the
 // commit of a staged file) and logs refusals: a file or name the table
 // does not accept is EINVAL, a table deltafs cannot write EROFS, an
 // interrupted request EINTR, a staged file cut short by a full disk or
 // the staging budget ENOSPC (EDQUOT for a quota), and anything else (storage trouble, a commit
 // conflict not resolved in the committer's time) EIO. A conflict is EIO,
 // not EAGAIN: programs do not retry close().
-func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
+func (e *Env) InboxErrno(op string, err error, attrs ...any) syscall.Errno {
 	switch {
 	case err == nil:
 		return 0
@@ -139,7 +141,7 @@ func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
 		e.logFailure("inbox "+op, err, attrs)
 		e.observe("inbox "+op, syscall.EIO, false)
 		return syscall.EIO
-	case cancelled(err):
+	case Cancelled(err):
 		return syscall.EINTR
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		errno := syscall.ENOSPC
@@ -162,10 +164,10 @@ func (e *Env) inboxErrno(op string, err error, attrs ...any) syscall.Errno {
 // _status.jsonl (the version may or may not exist).
 var ErrCommitUnfinished = errors.New("the commit did not finish in time; its outcome may be unknown (see _history.jsonl)")
 
-// commitError is err of a commit, marked ErrCommitUnfinished when it
+// CommitError is err of a commit, marked ErrCommitUnfinished when it
 // wraps a cancellation: a commit path never answers EINTR.
-func commitError(err error) error {
-	if err != nil && cancelled(err) && !errors.Is(err, ErrCommitUnfinished) {
+func CommitError(err error) error {
+	if err != nil && Cancelled(err) && !errors.Is(err, ErrCommitUnfinished) {
 		return fmt.Errorf("%w: %w", ErrCommitUnfinished, err)
 	}
 	return err

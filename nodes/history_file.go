@@ -30,7 +30,7 @@ import (
 // @latest as of when the end is reached.
 type HistoryFile struct {
 	fs.Inode
-	readOnlyFile
+	ReadOnlyFile
 
 	dir *TableDir
 }
@@ -40,7 +40,7 @@ var (
 	_ = (fs.NodeOpener)((*HistoryFile)(nil))
 )
 
-func (h *HistoryFile) ino() uint64 { return stableIno(kindHistory, h.dir.name, 0, "") }
+func (h *HistoryFile) ino() uint64 { return StableIno(kindHistory, h.dir.name, 0, "") }
 
 // fill reports the size of the lines up to @latest. A listed entry always
 // stats: when the size cannot be computed (a commit that cannot be read),
@@ -58,7 +58,7 @@ func (h *HistoryFile) fill(ctx context.Context, a *fuse.Attr) syscall.Errno {
 		n = 0
 	}
 	acc := h.dir.access()
-	fillAttr(a, h.ino(), acc.file(), acc.owner, n, snapTime(latest))
+	FillAttr(a, h.ino(), acc.File(), acc.Owner, n, snapTime(latest))
 	return 0
 }
 
@@ -73,7 +73,7 @@ func (h *HistoryFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.At
 
 // Open starts a read of the history up to the newest version known now.
 func (h *HistoryFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if isWriteOpen(flags) {
+	if IsWriteOpen(flags) {
 		return nil, 0, h.ro.refuse("open for writing", "")
 	}
 	latest, err := h.dir.current(ctx)

@@ -16,7 +16,7 @@ import (
 // TableDir.Invalidate drops them at once.
 type LatestLink struct {
 	fs.Inode
-	readOnlyFile
+	ReadOnlyFile
 
 	dir *TableDir
 }
@@ -26,10 +26,10 @@ var (
 	_ = (fs.NodeGetattrer)((*LatestLink)(nil))
 )
 
-func (l *LatestLink) ino() uint64 { return stableIno(kindLatest, l.dir.name, 0, "") }
+func (l *LatestLink) ino() uint64 { return StableIno(kindLatest, l.dir.name, 0, "") }
 
 func (l *LatestLink) fill(a *fuse.Attr, latest *delta.Snapshot) {
-	fillAttr(a, l.ino(), modeSymlink, l.dir.access().owner, int64(len(versionName(latest.Version()))), latest.Timestamp())
+	FillAttr(a, l.ino(), modeSymlink, l.dir.access().Owner, int64(len(versionName(latest.Version()))), latest.Timestamp())
 }
 
 // Readlink returns "@vN".

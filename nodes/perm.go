@@ -26,37 +26,37 @@ type Perms interface {
 	FilePerm(f *delta.LiveFile) (serve.Perm, error)
 }
 
-// access is who may use an entry: its permission bits and its owner.
-type access struct {
-	perm  uint32 // permission bits, no file type
-	owner fuse.Owner
+// Access is who may use an entry: its permission bits and its owner.
+type Access struct {
+	Perm  uint32 // permission bits, no file type
+	Owner fuse.Owner
 }
 
-// dir is the mode of a read-only directory: write bits cleared.
-func (a access) dir() uint32 { return syscall.S_IFDIR | a.perm&0o555 }
+// Dir is the mode of a read-only directory: write bits cleared.
+func (a Access) Dir() uint32 { return syscall.S_IFDIR | a.Perm&0o555 }
 
-// file is the mode of a read-only file: write and execute bits cleared.
-func (a access) file() uint32 { return syscall.S_IFREG | a.perm&0o444 }
+// File is the mode of a read-only file: write and execute bits cleared.
+func (a Access) File() uint32 { return syscall.S_IFREG | a.Perm&0o444 }
 
 // mountAccess is what entries without a source of their own report: the
 // mount's owner (--uid, --gid), readable by all (--umask narrows it).
-func (e *Env) mountAccess() access {
+func (e *Env) mountAccess() Access {
 	if e == nil {
-		return access{perm: 0o555}
+		return Access{Perm: 0o555}
 	}
-	return access{perm: 0o555, owner: fuse.Owner{Uid: e.Opts.UID, Gid: e.Opts.GID}}
+	return Access{Perm: 0o555, Owner: fuse.Owner{Uid: e.Opts.UID, Gid: e.Opts.GID}}
 }
 
 // inboxAccess is the default of an inbox: writable by the mount's owner.
-func (e *Env) inboxAccess() access {
+func (e *Env) inboxAccess() Access {
 	a := e.mountAccess()
-	a.perm = 0o755
+	a.Perm = 0o755
 	return a
 }
 
 // mirrored is what a table's Perms said at its last refresh.
 type mirrored struct {
-	table, log access
+	table, log Access
 }
 
 // mirror holds a table's Perms and what they said last.
@@ -95,8 +95,8 @@ func (m *mirror) get() *mirrored {
 	return m.last.Load()
 }
 
-func accessOf(p serve.Perm) access {
-	return access{perm: p.Mode & 0o7777, owner: fuse.Owner{Uid: p.UID, Gid: p.GID}}
+func accessOf(p serve.Perm) Access {
+	return Access{Perm: p.Mode & 0o7777, Owner: fuse.Owner{Uid: p.UID, Gid: p.GID}}
 }
 
 // MirrorPerms makes the table's entries show the owners and modes of
@@ -105,15 +105,15 @@ func accessOf(p serve.Perm) access {
 func (d *TableDir) MirrorPerms(p Perms) { d.perms.perms = p }
 
 // access is who may use the table's own entries.
-func (d *TableDir) access() access {
+func (d *TableDir) access() Access {
 	if m := d.perms.get(); m != nil {
 		return m.table
 	}
 	return d.env.mountAccess()
 }
 
-// inboxAccess is who may use inbox/ and append through it.
-func (d *TableDir) inboxAccess() access {
+// InboxAccess is who may use inbox/ and append through it.
+func (d *TableDir) InboxAccess() Access {
 	if m := d.perms.get(); m != nil {
 		return m.log
 	}
@@ -123,7 +123,7 @@ func (d *TableDir) inboxAccess() access {
 // fileAccess is who may read a data file: its stored file's owner and
 // mode when mirrored (the table's, read-only, if it cannot be stat'ed:
 // its open then fails and says why).
-func (d *TableDir) fileAccess(f *delta.LiveFile) access {
+func (d *TableDir) fileAccess(f *delta.LiveFile) Access {
 	if d.perms.perms == nil || f == nil {
 		return d.access()
 	}

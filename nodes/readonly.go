@@ -61,30 +61,30 @@ func (d readOnlyDir) Setattr(context.Context, fs.FileHandle, *fuse.SetAttrIn, *f
 	return d.ro.refuse("setattr", "")
 }
 
-// readOnlyFile answers every mutation of a file (or symlink) with EROFS,
+// ReadOnlyFile answers every mutation of a file (or symlink) with EROFS,
 // logged like readOnlyDir's.
-type readOnlyFile struct{ ro roNode }
+type ReadOnlyFile struct{ ro roNode }
 
 var (
-	_ = (fs.NodeSetattrer)((*readOnlyFile)(nil))
-	_ = (fs.NodeSetxattrer)((*readOnlyFile)(nil))
-	_ = (fs.NodeRemovexattrer)((*readOnlyFile)(nil))
+	_ = (fs.NodeSetattrer)((*ReadOnlyFile)(nil))
+	_ = (fs.NodeSetxattrer)((*ReadOnlyFile)(nil))
+	_ = (fs.NodeRemovexattrer)((*ReadOnlyFile)(nil))
 )
 
-func (f readOnlyFile) Setattr(context.Context, fs.FileHandle, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno {
+func (f ReadOnlyFile) Setattr(context.Context, fs.FileHandle, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno {
 	return f.ro.refuse("setattr", "")
 }
 
-func (f readOnlyFile) Setxattr(context.Context, string, []byte, uint32) syscall.Errno {
+func (f ReadOnlyFile) Setxattr(context.Context, string, []byte, uint32) syscall.Errno {
 	return f.ro.refuse("setxattr", "")
 }
 
-func (f readOnlyFile) Removexattr(context.Context, string) syscall.Errno {
+func (f ReadOnlyFile) Removexattr(context.Context, string) syscall.Errno {
 	return f.ro.refuse("removexattr", "")
 }
 
 // writeFlags are the open flags that would modify a file.
 const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall.O_APPEND
 
-// isWriteOpen reports whether open flags ask for writing.
-func isWriteOpen(flags uint32) bool { return flags&writeFlags != 0 }
+// IsWriteOpen reports whether open flags ask for writing.
+func IsWriteOpen(flags uint32) bool { return flags&writeFlags != 0 }

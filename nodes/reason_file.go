@@ -14,7 +14,7 @@ import (
 // table and the feature or the corrupt object).
 type ReasonFile struct {
 	fs.Inode
-	readOnlyFile
+	ReadOnlyFile
 
 	dir *TableDir
 }
@@ -36,15 +36,15 @@ func (r *ReasonFile) text() []byte {
 // Getattr reports a read-only file of the reason's size.
 func (r *ReasonFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	acc := r.dir.access()
-	fillAttr(&out.Attr, stableIno(kindReason, r.dir.name, 0, ""), acc.file(), acc.owner, int64(len(r.text())), time.Time{})
+	FillAttr(&out.Attr, StableIno(kindReason, r.dir.name, 0, ""), acc.File(), acc.Owner, int64(len(r.text())), time.Time{})
 	out.SetTimeout(r.dir.env.Opts.ShortTimeout)
 	return 0
 }
 
 // Open returns the reason as of now.
 func (r *ReasonFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if isWriteOpen(flags) {
+	if IsWriteOpen(flags) {
 		return nil, 0, r.ro.refuse("open for writing", "")
 	}
-	return bytesHandle(r.text()), fuse.FOPEN_DIRECT_IO, 0
+	return BytesHandle(r.text()), fuse.FOPEN_DIRECT_IO, 0
 }

@@ -40,7 +40,7 @@ func (r *RootDir) OnAdd(ctx context.Context) {
 		r.AddChild(t.name, ch, false)
 	}
 	if r.status != nil {
-		ch := r.NewPersistentInode(ctx, r.status, fs.StableAttr{Mode: syscall.S_IFREG, Ino: stableIno(kindStatus, "", 0, "")})
+		ch := r.NewPersistentInode(ctx, r.status, fs.StableAttr{Mode: syscall.S_IFREG, Ino: StableIno(kindStatus, "", 0, "")})
 		r.AddChild(StatusName, ch, false)
 	}
 }
@@ -48,6 +48,6 @@ func (r *RootDir) OnAdd(ctx context.Context) {
 // Getattr reports a read-only directory.
 func (r *RootDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	acc := r.ro.env.mountAccess()
-	fillAttr(&out.Attr, 1, acc.dir(), acc.owner, 0, time.Time{})
+	FillAttr(&out.Attr, 1, acc.Dir(), acc.Owner, 0, time.Time{})
 	return 0
 }

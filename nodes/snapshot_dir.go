@@ -34,12 +34,12 @@ var (
 )
 
 func (d *SnapshotDir) ino() uint64 {
-	return stableIno(kindSnapDir, d.ref.name, d.ref.version, d.dir)
+	return StableIno(kindSnapDir, d.ref.name, d.ref.version, d.dir)
 }
 
 func (d *SnapshotDir) fill(a *fuse.Attr) {
 	acc := d.ref.dir.access()
-	fillAttr(a, d.ino(), acc.dir(), acc.owner, 0, d.ref.mtime)
+	FillAttr(a, d.ino(), acc.Dir(), acc.Owner, 0, d.ref.mtime)
 }
 
 // Getattr reports a read-only directory stamped with the commit time.

@@ -41,7 +41,7 @@ func (s *snapshotStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscal
 	if e.add != nil {
 		de.Ino = fileIno(d.ref.name, e.add, s.tree.servedAs)
 	} else {
-		de.Mode, de.Ino = syscall.S_IFDIR, stableIno(kindSnapDir, d.ref.name, d.ref.version, path.Join(d.dir, e.name))
+		de.Mode, de.Ino = syscall.S_IFDIR, StableIno(kindSnapDir, d.ref.name, d.ref.version, path.Join(d.dir, e.name))
 	}
 	return de, 0
 }

@@ -3,8 +3,6 @@ package nodes
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"sort"
 	"syscall"
 	"time"
 
@@ -14,9 +12,6 @@ import (
 
 // StatusName is the mount's status file, at the root of the mount.
 const StatusName = ".deltafs-status.json"
-
-// statusRefusalsShown bounds the recent refusals listed per inbox.
-const statusRefusalsShown = 20
 
 // MountStatus is the content of the status file: the state of every
 // table as of the moment it is read, and what package mount adds (Mount).
@@ -77,11 +72,36 @@ type PendingFile struct {
 	Temporary bool `json:"temporary,omitempty"`
 }
 
+// StatusEvent is one line of a table's inbox/_status.jsonl: the outcome of a staged
+// file or a batch (Op "commit", by close() or rename()), a refused
+// create, mkdir or rename, a temporary staged at its close (Op "staged":
+// how it commits, when it expires), or a stale staged file removed (Op
+// "expire").
+// A commit that landed has Version; a refusal has Error and the Errno
+// close() (or the operation) returned. A file refused by close() is
+// removed; one refused by rename() stays under its temporary name From
+// (but for EIO: see package inbox).
+type StatusEvent struct {
+	Time    time.Time `json:"time"`
+	Op      string    `json:"op"`
+	File    string    `json:"file"`            // path under inbox/
+	From    string    `json:"from,omitempty"`  // a rename's temporary path under inbox/
+	Files   int       `json:"files,omitempty"` // the Parquet files of a batch's commit
+	Bytes   int64     `json:"bytes,omitempty"`
+	Version *int64    `json:"version,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	Errno   string    `json:"errno,omitempty"`
+	// Note says, for a staged temporary (Op "staged"), how it commits;
+	// Expires is when it is removed uncommitted if left idle.
+	Note    string     `json:"note,omitempty"`
+	Expires *time.Time `json:"expires,omitempty"`
+}
+
 // StatusFile is MOUNTPOINT/.deltafs-status.json: a JSON document
 // (MountStatus) computed when opened, so that it is never stale.
 type StatusFile struct {
 	fs.Inode
-	readOnlyFile
+	ReadOnlyFile
 
 	tables []*TableDir
 	extra  func() any
@@ -123,17 +143,17 @@ func (s *StatusFile) content(ctx context.Context) []byte {
 // Getattr reports a read-only file of the current size.
 func (s *StatusFile) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	acc := s.ro.env.mountAccess()
-	fillAttr(&out.Attr, stableIno(kindStatus, "", 0, ""), acc.file(), acc.owner, int64(len(s.content(ctx))), time.Time{})
+	FillAttr(&out.Attr, StableIno(kindStatus, "", 0, ""), acc.File(), acc.Owner, int64(len(s.content(ctx))), time.Time{})
 	out.SetTimeout(0)
 	return 0
 }
 
 // Open returns the status as of now (direct I/O: its size changes).
 func (s *StatusFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if isWriteOpen(flags) {
+	if IsWriteOpen(flags) {
 		return nil, 0, s.ro.refuse("open for writing", "")
 	}
-	return bytesHandle(s.content(ctx)), fuse.FOPEN_DIRECT_IO, 0
+	return BytesHandle(s.content(ctx)), fuse.FOPEN_DIRECT_IO, 0
 }
 
 // kindStatus is the stable-inode kind of the status file.
@@ -156,61 +176,9 @@ func (d *TableDir) status(ctx context.Context) TableStatus {
 		ts.Refused = refused.Error()
 	}
 	if d.inbox != nil {
-		ts.Inbox = d.inbox.state(ctx)
+		ts.Inbox = d.inbox.State(ctx)
 	}
 	return ts
-}
-
-// state returns the inbox's writability, staged files and outcomes.
-func (in *inbox) state(ctx context.Context) *InboxState {
-	st := &InboxState{Writable: true, Pending: in.pending(), Refused: []StatusEvent{}}
-	if err := in.writable(ctx); err != nil {
-		st.Writable, st.NotWritable = false, err.Error()
-	}
-	st.Commits, st.Refusals, st.Refused = in.status.counts()
-	return st
-}
-
-// pending lists the staged files under the inbox, sorted by path.
-func (in *inbox) pending() []PendingFile {
-	in.mu.Lock()
-	root := in.root
-	in.mu.Unlock()
-	out := []PendingFile{}
-	if root == nil {
-		return out
-	}
-	var walk func(n *fs.Inode)
-	walk = func(n *fs.Inode) {
-		for _, ch := range n.Children() {
-			switch op := ch.Operations().(type) {
-			case *InboxDir:
-				walk(ch)
-			case *InboxFile:
-				if p, ok := op.pendingFile(); ok {
-					out = append(out, p)
-				}
-			}
-		}
-	}
-	walk(root)
-	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
-	return out
-}
-
-// pendingFile describes f unless its outcome is decided.
-func (f *InboxFile) pendingFile() (PendingFile, bool) {
-	rel := f.rel()
-	f.mu.Lock()
-	state, size, temp := f.state, f.size, f.temporaryLocked()
-	f.mu.Unlock()
-	if state == stateDone {
-		return PendingFile{}, false
-	}
-	if st, err := os.Stat(f.path); err == nil {
-		size = st.Size()
-	}
-	return PendingFile{File: rel, Bytes: size, Committing: state == stateCommitting, Temporary: temp}, true
 }
 
 // Version returns the newest version the directory serves as @latest;

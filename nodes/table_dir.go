@@ -27,8 +27,8 @@ const (
 )
 
 // TableDir is MOUNTPOINT/<table>. It lists @latest, one @vN per
-// reconstructable version, _history.jsonl and, when EnableInbox was
-// called (a writable mount), inbox/ (see InboxDir); @<timestamp> names resolve
+// reconstructable version, _history.jsonl and, when SetInbox was
+// called (a writable mount), inbox/ (package inbox); @<timestamp> names resolve
 // on lookup only. A table whose latest version cannot be read (unknown
 // reader feature, corrupt log) is "refused": its directory holds only
 // _deltafs_error.txt, and its @ names fail with EOPNOTSUPP (unsupported
@@ -45,7 +45,7 @@ type TableDir struct {
 	table Table
 	files Files
 
-	inbox *inbox      // set by EnableInbox before mounting; nil: no inbox/
+	inbox Inbox       // set by SetInbox before mounting; nil: no inbox/
 	errs  dataErrors  // data files of its snapshots that failed to serve
 	hist  historySize // the size of _history.jsonl, cached
 	perms mirror      // the source's owners and modes, when mirrored (MirrorPerms)
@@ -73,11 +73,18 @@ func NewTableDir(env *Env, name string, table Table, files Files) *TableDir {
 	return d
 }
 
+// SetInbox gives the directory an inbox/ entry served by in (package
+// inbox). Call it before the mount serves requests.
+func (d *TableDir) SetInbox(in Inbox) { d.inbox = in }
+
+// Env returns the Env the directory was built with.
+func (d *TableDir) Env() *Env { return d.env }
+
 // Name returns the table's name in the mount.
 func (d *TableDir) Name() string { return d.name }
 
 // Ino returns the directory's stable inode number.
-func (d *TableDir) Ino() uint64 { return stableIno(kindTable, d.name, 0, "") }
+func (d *TableDir) Ino() uint64 { return StableIno(kindTable, d.name, 0, "") }
 
 // Refresh asks the table for its newest version. It reports whether what
 // the directory shows changed (a new version, or the table became
@@ -95,7 +102,7 @@ func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		if cancelled(err) {
+		if Cancelled(err) {
 			return false, err
 		}
 		if d.latest != nil && !poisoned(err) {
@@ -157,7 +164,7 @@ func (d *TableDir) current(ctx context.Context) (*delta.Snapshot, error) {
 func (d *TableDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	snap, _ := d.current(ctx)
 	acc := d.access()
-	fillAttr(&out.Attr, d.Ino(), acc.dir(), acc.owner, 0, snapTime(snap))
+	FillAttr(&out.Attr, d.Ino(), acc.Dir(), acc.Owner, 0, snapTime(snap))
 	out.SetTimeout(d.env.Opts.ShortTimeout)
 	return 0
 }
@@ -178,7 +185,7 @@ func (d *TableDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		if name == ReasonName {
 			return d.reasonChild(ctx, out)
 		}
-		if cancelled(err) {
+		if Cancelled(err) {
 			return nil, syscall.EINTR
 		}
 		if olderStillReadable(name, err) {
@@ -195,7 +202,7 @@ func (d *TableDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	case name == HistoryName:
 		return d.historyChild(ctx, out)
 	case name == InboxName && d.inbox != nil:
-		return d.inboxChild(ctx, out), 0
+		return d.inbox.Node(ctx, out), 0
 	case name == ChangesName && d.files != nil:
 		return d.changesChild(ctx, out), 0
 	case strings.HasPrefix(name, "@"):
@@ -264,10 +271,10 @@ func (d *TableDir) snapshotChild(ctx context.Context, info delta.VersionInfo, ou
 func (d *TableDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	latest, err := d.current(ctx)
 	if err != nil && latest == nil {
-		if cancelled(err) {
+		if Cancelled(err) {
 			return nil, 0, syscall.EINTR
 		}
-		list := []fuse.DirEntry{{Name: ReasonName, Mode: syscall.S_IFREG, Ino: stableIno(kindReason, d.name, 0, "")}}
+		list := []fuse.DirEntry{{Name: ReasonName, Mode: syscall.S_IFREG, Ino: StableIno(kindReason, d.name, 0, "")}}
 		return fs.NewListDirStream(list), 0, 0
 	}
 	return &versionStream{dir: d}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
@@ -288,10 +295,10 @@ func (d *TableDir) latestChild(ctx context.Context, latest *delta.Snapshot, out 
 
 // timeChild returns the symlink @<timestamp> -> @vN.
 func (d *TableDir) timeChild(ctx context.Context, name string, v int64, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	ino := stableIno(kindTimeLink, d.name, v, name)
-	l := &TimeLink{target: versionName(v), ino: ino, owner: d.access().owner}
+	ino := StableIno(kindTimeLink, d.name, v, name)
+	l := &TimeLink{target: versionName(v), ino: ino, owner: d.access().Owner}
 	l.ro = roNode{d.env, &l.Inode}
-	fillAttr(&out.Attr, ino, modeSymlink, l.owner, int64(len(l.target)), time.Time{})
+	FillAttr(&out.Attr, ino, modeSymlink, l.owner, int64(len(l.target)), time.Time{})
 	// Short: a time in the future (ENOENT now) or past the last commit
 	// may resolve differently once a commit lands.
 	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
@@ -304,7 +311,7 @@ func (d *TableDir) changesChild(ctx context.Context, out *fuse.EntryOut) *fs.Ino
 	c := &ChangesDir{dir: d}
 	c.ro = roNode{d.env, &c.Inode}
 	acc := d.access()
-	fillAttr(&out.Attr, c.ino(), acc.dir(), acc.owner, 0, time.Time{})
+	FillAttr(&out.Attr, c.ino(), acc.Dir(), acc.Owner, 0, time.Time{})
 	out.SetEntryTimeout(d.env.Opts.LongTimeout)
 	out.SetAttrTimeout(d.env.Opts.LongTimeout)
 	return d.NewInode(ctx, c, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: c.ino()})
@@ -329,9 +336,9 @@ func (d *TableDir) historyChild(ctx context.Context, out *fuse.EntryOut) (*fs.In
 func (d *TableDir) reasonChild(ctx context.Context, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	r := &ReasonFile{dir: d}
 	r.ro = roNode{d.env, &r.Inode}
-	ino := stableIno(kindReason, d.name, 0, "")
+	ino := StableIno(kindReason, d.name, 0, "")
 	acc := d.access()
-	fillAttr(&out.Attr, ino, acc.file(), acc.owner, int64(len(r.text())), time.Time{})
+	FillAttr(&out.Attr, ino, acc.File(), acc.Owner, int64(len(r.text())), time.Time{})
 	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
 	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
 	return d.NewInode(ctx, r, fs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0

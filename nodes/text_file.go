@@ -12,11 +12,11 @@ import (
 // textFile is a read-only file of fixed text.
 type textFile struct {
 	fs.Inode
-	readOnlyFile
+	ReadOnlyFile
 
 	text []byte
 	ino  uint64
-	acc  access
+	acc  Access
 }
 
 var (
@@ -25,7 +25,7 @@ var (
 )
 
 func (f *textFile) fill(a *fuse.Attr) {
-	fillAttr(a, f.ino, f.acc.file(), f.acc.owner, int64(len(f.text)), time.Time{})
+	FillAttr(a, f.ino, f.acc.File(), f.acc.Owner, int64(len(f.text)), time.Time{})
 }
 
 // Getattr reports the text's size.
@@ -36,8 +36,8 @@ func (f *textFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Attr
 
 // Open returns the text.
 func (f *textFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if isWriteOpen(flags) {
+	if IsWriteOpen(flags) {
 		return nil, 0, f.ro.refuse("open for writing", "")
 	}
-	return bytesHandle(f.text), fuse.FOPEN_KEEP_CACHE, 0
+	return BytesHandle(f.text), fuse.FOPEN_KEEP_CACHE, 0
 }

@@ -13,7 +13,7 @@ import (
 // symlink to the @vK that was the table's state at that time.
 type TimeLink struct {
 	fs.Inode
-	readOnlyFile
+	ReadOnlyFile
 
 	target string     // "@vK"
 	ino    uint64     // its stable number
@@ -31,6 +31,6 @@ var _ = (fs.NodeGetattrer)((*TimeLink)(nil))
 
 // Getattr reports a symlink owned as its table's entries are.
 func (l *TimeLink) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillAttr(&out.Attr, l.ino, modeSymlink, l.owner, int64(len(l.target)), time.Time{})
+	FillAttr(&out.Attr, l.ino, modeSymlink, l.owner, int64(len(l.target)), time.Time{})
 	return 0
 }

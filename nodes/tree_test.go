@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hanwen/go-fuse/v2/fs"
-	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/blobcache"
@@ -55,19 +53,21 @@ func mountTable(t *testing.T, fixture string) (string, *delta.Table) {
 // temp dir, unmounted when the test ends, and returns the mountpoint.
 func mountDirs(t *testing.T, ds ...*TableDir) string {
 	t.Helper()
-	testenv.RequireFUSE(t)
-	mnt := t.TempDir()
-	srv, err := fs.Mount(mnt, NewRoot(ds), &fs.Options{MountOptions: fuse.MountOptions{
-		FsName: "deltafs-test", DirectMount: os.Geteuid() == 0}})
+	return testenv.MountFUSE(t, NewRoot(ds))
+}
+
+// names are the entries of dir, sorted.
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		t.Fatalf("mount: %v", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-	})
-	return mnt
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
 }
 
 // A table directory lists every version, @latest and _history.jsonl;

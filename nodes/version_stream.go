@@ -71,10 +71,10 @@ func (s *versionStream) load(ctx context.Context) syscall.Errno {
 	if err != nil {
 		return d.env.metaErrno("list versions", err, "table", d.name)
 	}
-	s.head = []fuse.DirEntry{{Name: LatestName, Mode: syscall.S_IFLNK, Ino: stableIno(kindLatest, d.name, 0, "")}}
-	s.tail = []fuse.DirEntry{{Name: HistoryName, Mode: syscall.S_IFREG, Ino: stableIno(kindHistory, d.name, 0, "")}}
+	s.head = []fuse.DirEntry{{Name: LatestName, Mode: syscall.S_IFLNK, Ino: StableIno(kindLatest, d.name, 0, "")}}
+	s.tail = []fuse.DirEntry{{Name: HistoryName, Mode: syscall.S_IFREG, Ino: StableIno(kindHistory, d.name, 0, "")}}
 	if d.inbox != nil {
-		s.tail = append(s.tail, fuse.DirEntry{Name: InboxName, Mode: syscall.S_IFDIR, Ino: stableIno(kindInbox, d.name, 0, "/")})
+		s.tail = append(s.tail, fuse.DirEntry{Name: InboxName, Mode: syscall.S_IFDIR, Ino: StableIno(KindInbox, d.name, 0, "/")})
 	}
 	s.total = uint64(len(s.head) + len(s.tail))
 	for _, r := range rs {
@@ -95,7 +95,7 @@ func (s *versionStream) entry(i uint64) fuse.DirEntry {
 		n := uint64(r[1] - r[0] + 1)
 		if i < n {
 			v := r[0] + int64(i)
-			return fuse.DirEntry{Name: versionName(v), Mode: syscall.S_IFDIR, Ino: stableIno(kindSnapDir, s.dir.name, v, "")}
+			return fuse.DirEntry{Name: versionName(v), Mode: syscall.S_IFDIR, Ino: StableIno(kindSnapDir, s.dir.name, v, "")}
 		}
 		i -= n
 	}

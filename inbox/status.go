@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 import (
 	"bytes"
@@ -8,39 +8,23 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/deltafs/deltafs/nodes"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// StatusEvent is one line of inbox/_status.jsonl: the outcome of a staged
-// file or a batch (Op "commit", by close() or rename()), a refused
-// create, mkdir or rename, a temporary staged at its close (Op "staged":
-// how it commits, when it expires), or a stale staged file removed (Op
-// "expire").
-// A commit that landed has Version; a refusal has Error and the Errno
-// close() (or the operation) returned. A file refused by close() is
-// removed; one refused by rename() stays under its temporary name From
-// (but for EIO: inbox_rename.go).
-type StatusEvent struct {
-	Time    time.Time `json:"time"`
-	Op      string    `json:"op"`
-	File    string    `json:"file"`            // path under inbox/
-	From    string    `json:"from,omitempty"`  // a rename's temporary path under inbox/
-	Files   int       `json:"files,omitempty"` // the Parquet files of a batch's commit
-	Bytes   int64     `json:"bytes,omitempty"`
-	Version *int64    `json:"version,omitempty"`
-	Error   string    `json:"error,omitempty"`
-	Errno   string    `json:"errno,omitempty"`
-	// Note says, for a staged temporary (Op "staged"), how it commits;
-	// Expires is when it is removed uncommitted if left idle.
-	Note    string     `json:"note,omitempty"`
-	Expires *time.Time `json:"expires,omitempty"`
-}
+// StatusEvent is one line of _status.jsonl (nodes.StatusEvent: the
+// status file shows the recent refusals).
+type StatusEvent = nodes.StatusEvent
+
+// statusRefusalsShown bounds the recent refusals listed per inbox.
+const statusRefusalsShown = 20
 
 // statusLog keeps every event of one inbox for as long as the mount
 // runs: the lines in an append-only file beside the inbox's staging
@@ -128,7 +112,7 @@ func (l *statusLog) open() (fs.FileHandle, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.file == nil {
-		return bytesHandle(slices.Clone(l.mem)), nil
+		return nodes.BytesHandle(slices.Clone(l.mem)), nil
 	}
 	f, err := os.Open(l.path)
 	if err != nil {
@@ -187,62 +171,62 @@ func (h *fileRangeHandle) Release(ctx context.Context) syscall.Errno {
 	return 0
 }
 
-// InboxInfoFile is a read-only file of the inbox root whose content is
+// InfoFile is a read-only file of the inbox root whose content is
 // computed when opened: _status.jsonl (recent outcomes) and, when the
 // table is not writable, _deltafs_error.txt (why).
-type InboxInfoFile struct {
+type InfoFile struct {
 	fs.Inode
-	readOnlyFile
+	nodes.ReadOnlyFile
 
-	in   *inbox
+	in   *Inbox
 	name string
 }
 
 var (
-	_ = (fs.NodeGetattrer)((*InboxInfoFile)(nil))
-	_ = (fs.NodeOpener)((*InboxInfoFile)(nil))
+	_ = (fs.NodeGetattrer)((*InfoFile)(nil))
+	_ = (fs.NodeOpener)((*InfoFile)(nil))
 )
 
-func (f *InboxInfoFile) ino() uint64 { return stableIno(kindInbox, f.in.dir.name, 0, f.name) }
+func (f *InfoFile) ino() uint64 { return nodes.StableIno(nodes.KindInbox, f.in.name, 0, f.name) }
 
 // text returns the content of _deltafs_error.txt as of now.
-func (f *InboxInfoFile) text(ctx context.Context) []byte {
+func (f *InfoFile) text(ctx context.Context) []byte {
 	err := f.in.writable(ctx)
 	if err == nil {
 		return []byte{}
 	}
-	return []byte("deltafs cannot append to table " + f.in.dir.name + ": " + err.Error() + "\n")
+	return []byte("deltafs cannot append to table " + f.in.name + ": " + err.Error() + "\n")
 }
 
 // Getattr reports a read-only file of the current size.
-func (f *InboxInfoFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	acc := f.in.dir.inboxAccess()
-	fillAttr(&out.Attr, f.ino(), acc.file(), acc.owner, f.size(ctx), time.Time{})
+func (f *InfoFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	acc := f.in.dir.InboxAccess()
+	nodes.FillAttr(&out.Attr, f.ino(), acc.File(), acc.Owner, f.size(ctx), time.Time{})
 	out.SetTimeout(inboxTimeout)
 	return 0
 }
 
 // size is the content's size as of now.
-func (f *InboxInfoFile) size(ctx context.Context) int64 {
-	if f.name == InboxStatusName {
+func (f *InfoFile) size(ctx context.Context) int64 {
+	if f.name == StatusName {
 		return f.in.status.length()
 	}
 	return int64(len(f.text(ctx)))
 }
 
 // Open returns the content as of now (direct I/O: it changes size).
-func (f *InboxInfoFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if isWriteOpen(flags) {
+func (f *InfoFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if nodes.IsWriteOpen(flags) {
 		return nil, 0, syscall.EPERM
 	}
-	if f.name == InboxStatusName {
+	if f.name == StatusName {
 		h, err := f.in.status.open()
 		if err != nil {
-			return nil, 0, f.in.dir.env.dataErrno("read "+InboxStatusName, err, "table", f.in.dir.name)
+			return nil, 0, f.in.tree.DataErrno("read "+StatusName, err, "table", f.in.name)
 		}
 		return h, fuse.FOPEN_DIRECT_IO, 0
 	}
-	return bytesHandle(f.text(ctx)), fuse.FOPEN_DIRECT_IO, 0
+	return nodes.BytesHandle(f.text(ctx)), fuse.FOPEN_DIRECT_IO, 0
 }
 
 // statusErrorMax caps the error text of one status line (issue 20): a
@@ -261,4 +245,56 @@ func capText(s string, max int) string {
 		n--
 	}
 	return s[:n] + fmt.Sprintf("... (%d bytes cut)", len(s)-n)
+}
+
+// State returns the inbox's writability, staged files and outcomes.
+func (in *Inbox) State(ctx context.Context) *nodes.InboxState {
+	st := &nodes.InboxState{Writable: true, Pending: in.pending(), Refused: []StatusEvent{}}
+	if err := in.writable(ctx); err != nil {
+		st.Writable, st.NotWritable = false, err.Error()
+	}
+	st.Commits, st.Refusals, st.Refused = in.status.counts()
+	return st
+}
+
+// pending lists the staged files under the inbox, sorted by path.
+func (in *Inbox) pending() []nodes.PendingFile {
+	in.mu.Lock()
+	root := in.root
+	in.mu.Unlock()
+	out := []nodes.PendingFile{}
+	if root == nil {
+		return out
+	}
+	var walk func(n *fs.Inode)
+	walk = func(n *fs.Inode) {
+		for _, ch := range n.Children() {
+			switch op := ch.Operations().(type) {
+			case *Dir:
+				walk(ch)
+			case *File:
+				if p, ok := op.pendingFile(); ok {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	walk(root)
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// pendingFile describes f unless its outcome is decided.
+func (f *File) pendingFile() (nodes.PendingFile, bool) {
+	rel := f.rel()
+	f.mu.Lock()
+	state, size, temp := f.state, f.size, f.temporaryLocked()
+	f.mu.Unlock()
+	if state == stateDone {
+		return nodes.PendingFile{}, false
+	}
+	if st, err := os.Stat(f.path); err == nil {
+		size = st.Size()
+	}
+	return nodes.PendingFile{File: rel, Bytes: size, Committing: state == stateCommitting, Temporary: temp}, true
 }

@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 import (
 	"time"
@@ -6,16 +6,15 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 )
 
-// SweepInbox removes what the inbox holds that will not be committed:
-// staged files idle for Options.InboxStaleAfter (a temporary name never
+// Sweep removes what the inbox holds that will not be committed:
+// staged files idle for Options.StaleAfter (a temporary name never
 // renamed, an empty file never written; not while open for writing) and
 // scratch directories left empty that long. Nothing is ever committed by
 // it; each removal is an "expire" line of _status.jsonl. fs calls it from
 // its refresh loop; it walks the inbox at most every tenth of the limit
 // (at most every minute), and not while a batch commits.
-func (d *TableDir) SweepInbox(now time.Time) {
-	in := d.inbox
-	if in == nil || in.staleAfter <= 0 {
+func (in *Inbox) Sweep(now time.Time) {
+	if in.staleAfter <= 0 {
 		return
 	}
 	in.mu.Lock()
@@ -31,24 +30,24 @@ func (d *TableDir) SweepInbox(now time.Time) {
 
 // sweep removes the stale entries under n and reports whether n is left
 // empty.
-func (in *inbox) sweep(n *fs.Inode, now time.Time) bool {
+func (in *Inbox) sweep(n *fs.Inode, now time.Time) bool {
 	children := n.Children()
 	left := len(children)
 	for name, ch := range children {
 		switch op := ch.Operations().(type) {
-		case *InboxDir:
+		case *Dir:
 			if in.sweep(ch, now) && op.scratch && now.Sub(op.lastActive()) >= in.staleAfter {
 				n.RmChild(name)
 				ch.ForgetPersistent()
 				n.NotifyEntry(name)
 				left--
 			}
-		case *InboxFile:
+		case *File:
 			rel := op.rel()
 			if size, ok := op.expire(now, in.staleAfter); ok {
 				in.drop(op, true)
 				in.status.add(StatusEvent{Op: "expire", File: rel, Bytes: size})
-				in.dir.env.log.Info("deltafs: inbox: stale staged file removed, not committed", "table", in.dir.name, "file", rel, "bytes", size, "idle", in.staleAfter)
+				in.tree.Logger().Info("deltafs: inbox: stale staged file removed, not committed", "table", in.name, "file", rel, "bytes", size, "idle", in.staleAfter)
 				left--
 			}
 		}
@@ -58,7 +57,7 @@ func (in *inbox) sweep(n *fs.Inode, now time.Time) bool {
 
 // expire decides a staged file idle for after (not open for writing) as
 // removed, returning its size.
-func (f *InboxFile) expire(now time.Time, after time.Duration) (int64, bool) {
+func (f *File) expire(now time.Time, after time.Duration) (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.state != stateStaged || f.writer != nil || now.Sub(f.active) < after {
@@ -70,7 +69,7 @@ func (f *InboxFile) expire(now time.Time, after time.Duration) (int64, bool) {
 
 // touch records activity in a scratch directory (an entry made or moved
 // in), which keeps it from being swept while empty.
-func (d *InboxDir) touch() { d.active.Store(time.Now().UnixNano()) }
+func (d *Dir) touch() { d.active.Store(time.Now().UnixNano()) }
 
 // lastActive is when the directory was made or last had an entry added.
-func (d *InboxDir) lastActive() time.Time { return time.Unix(0, d.active.Load()) }
+func (d *Dir) lastActive() time.Time { return time.Unix(0, d.active.Load()) }

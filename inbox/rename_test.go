@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 import (
 	"errors"
@@ -117,7 +117,7 @@ func TestInboxBatchBusy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(inbox, "b")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stat of the committed batch: %v, want ENOENT", err)
 	}
-	if names := names(t, inbox); len(names) != 1 || names[0] != InboxStatusName {
+	if names := names(t, inbox); len(names) != 1 || names[0] != StatusName {
 		t.Errorf("inbox lists %v after the batch", names)
 	}
 }

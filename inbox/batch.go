@@ -1,7 +1,7 @@
-package nodes
+package inbox
 
 // Batches: a scratch directory renamed to a final name commits every
-// Parquet file under it as ONE version (see inbox_rename.go for the
+// Parquet file under it as ONE version (see rename.go for the
 // rules shared with single files, and the doc of commitBatch).
 
 import (
@@ -15,12 +15,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/deltafs/deltafs/nodes"
 )
 
 // batchFile is a file of a batch: the file, its path in the batch's
 // final place and its partition values.
 type batchFile struct {
-	f     *InboxFile
+	f     *File
 	rel   string
 	parts map[string]*string
 	ok    bool // at a depth where files go (else its error is in batch.errs)
@@ -28,13 +30,13 @@ type batchFile struct {
 
 // batch is a scratch directory being committed to a final name.
 type batch struct {
-	in      *inbox
-	files   []batchFile  // the Parquet files to commit
-	other   []*InboxFile // temporary names inside (_SUCCESS, .crc files): discarded with the batch
-	dirs    []*InboxDir  // every directory of the batch, its root first
-	errs    []error      // why files or directories cannot be committed
-	busy    []string     // files still open for writing or committing
-	locked  []*InboxFile // files set to committing
+	in      *Inbox
+	files   []batchFile // the Parquet files to commit
+	other   []*File     // temporary names inside (_SUCCESS, .crc files): discarded with the batch
+	dirs    []*Dir      // every directory of the batch, its root first
+	errs    []error     // why files or directories cannot be committed
+	busy    []string    // files still open for writing or committing
+	locked  []*File     // files set to committing
 	size    int64
 	rootRel string
 }
@@ -45,7 +47,7 @@ type batch struct {
 // be the next partition column, as for mkdir), else just a label.
 // Entries with temporary names inside are not committed and are
 // discarded with the batch.
-func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, name string) syscall.Errno {
+func (in *Inbox) commitBatch(ctx context.Context, sd *Dir, dst *Dir, name string) syscall.Errno {
 	rel, from := dst.relOf(name), sd.relPath()
 	if err := in.writable(ctx); err != nil {
 		return in.refuseRename(rel, from, err)
@@ -85,7 +87,7 @@ func (in *inbox) commitBatch(ctx context.Context, sd *InboxDir, dst *InboxDir, n
 		return syscall.EBUSY
 	}
 	if len(b.files) == 0 && len(b.errs) == 0 {
-		b.errs = append(b.errs, fmt.Errorf("%w: batch %s holds no Parquet file (a file to commit has a name ending in .parquet, not starting with '.' or '_')", ErrInvalidFile, rel))
+		b.errs = append(b.errs, fmt.Errorf("%w: batch %s holds no Parquet file (a file to commit has a name ending in .parquet, not starting with '.' or '_')", nodes.ErrInvalidFile, rel))
 	}
 	sfs := b.staged()
 	if len(b.errs) > 0 {
@@ -127,7 +129,7 @@ func (b *batch) staged() []StagedFile {
 
 // walk collects the files under dir (at partition depth depth, with
 // partition values parts), named as under rel.
-func (b *batch) walk(ctx context.Context, dir *InboxDir, rel string, parts map[string]*string, depth int) {
+func (b *batch) walk(ctx context.Context, dir *Dir, rel string, parts map[string]*string, depth int) {
 	b.dirs = append(b.dirs, dir)
 	children := dir.Children()
 	names := make([]string, 0, len(children))
@@ -137,9 +139,9 @@ func (b *batch) walk(ctx context.Context, dir *InboxDir, rel string, parts map[s
 	sort.Strings(names)
 	for _, n := range names {
 		switch op := children[n].Operations().(type) {
-		case *InboxDir:
+		case *Dir:
 			b.walkDir(ctx, op, n, path.Join(rel, n), parts, depth)
-		case *InboxFile:
+		case *File:
 			if isTemporaryName(n) {
 				b.other = append(b.other, op)
 				continue
@@ -155,7 +157,7 @@ func (b *batch) walk(ctx context.Context, dir *InboxDir, rel string, parts map[s
 
 // walkDir walks a subdirectory n of a batch: a partition directory of the
 // next column, or a temporary one whose files are discarded.
-func (b *batch) walkDir(ctx context.Context, d *InboxDir, n, rel string, parts map[string]*string, depth int) {
+func (b *batch) walkDir(ctx context.Context, d *Dir, n, rel string, parts map[string]*string, depth int) {
 	if isTemporaryDirName(n) {
 		b.walkTemporary(d, rel)
 		return
@@ -175,13 +177,13 @@ func (b *batch) walkDir(ctx context.Context, d *InboxDir, n, rel string, parts m
 
 // checkDepth returns why a file at partition depth depth cannot be
 // committed, or nil.
-func (in *inbox) checkDepth(ctx context.Context, depth int) error {
+func (in *Inbox) checkDepth(ctx context.Context, depth int) error {
 	cols, err := in.writer.PartitionColumns(ctx)
 	if err != nil {
 		return err
 	}
 	if depth < len(cols) {
-		return fmt.Errorf("%w: table %s is partitioned: files go in %s", ErrInvalidFile, in.dir.name, partitionHint(cols))
+		return fmt.Errorf("%w: table %s is partitioned: files go in %s", nodes.ErrInvalidFile, in.name, partitionHint(cols))
 	}
 	return nil
 }
@@ -190,15 +192,15 @@ func (in *inbox) checkDepth(ctx context.Context, depth int) error {
 // _temporary/ left by a job, .cache/): its files are discarded, unless
 // one has a final name: then a job has not finished (Spark's task output
 // waits there until the job commits), and the batch is refused.
-func (b *batch) walkTemporary(d *InboxDir, rel string) {
+func (b *batch) walkTemporary(d *Dir, rel string) {
 	b.dirs = append(b.dirs, d)
 	for n, ch := range d.Children() {
 		switch op := ch.Operations().(type) {
-		case *InboxDir:
+		case *Dir:
 			b.walkTemporary(op, path.Join(rel, n))
-		case *InboxFile:
+		case *File:
 			if !isTemporaryName(n) {
-				b.errs = append(b.errs, fmt.Errorf("%w: %s: a Parquet file under a temporary directory (has the job that writes it finished?): move it out or remove it", ErrInvalidFile, path.Join(rel, n)))
+				b.errs = append(b.errs, fmt.Errorf("%w: %s: a Parquet file under a temporary directory (has the job that writes it finished?): move it out or remove it", nodes.ErrInvalidFile, path.Join(rel, n)))
 			}
 			b.other = append(b.other, op)
 		}
@@ -212,15 +214,15 @@ func (b *batch) walkTemporary(d *InboxDir, rel string) {
 // for data dropped. Creates after the batch took sd are EBUSY
 // (inbox.admit). (A directory made there since is empty: a create in it
 // waits for its mkdir, and then finds the batch.)
-func (b *batch) lockOut(staged []*InboxFile) {
-	seen := map[*InboxFile]bool{}
+func (b *batch) lockOut(staged []*File) {
+	seen := map[*File]bool{}
 	for _, bf := range b.files {
 		seen[bf.f] = true
 	}
 	for _, f := range b.other {
 		seen[f] = true
 	}
-	dirs := map[*InboxDir]bool{}
+	dirs := map[*Dir]bool{}
 	for _, d := range b.dirs {
 		dirs[d] = true
 	}
@@ -265,7 +267,7 @@ func (b *batch) unlock() {
 // discard removes the batch from the inbox once committed (err == nil)
 // or after storage trouble: every staged file under it is removed and
 // the directory leaves the tree (files still open just write no more).
-func (b *batch) discard(sd *InboxDir, err error) {
+func (b *batch) discard(sd *Dir, err error) {
 	errno := syscall.Errno(0)
 	if err != nil {
 		errno = syscall.EIO

@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 import (
 	"bufio"
@@ -15,13 +15,13 @@ import (
 
 // inboxHandle is one open of a staged file: a descriptor of the staging
 // file, whether the open may write, and the process that opened it
-// (whose close decides the outcome; see InboxFile).
+// (whose close decides the outcome; see File).
 type inboxHandle struct {
 	f          *os.File
 	write      bool
 	appendMode bool // O_APPEND: writes go to the end, whatever offset the kernel sends
 	pid        uint32
-	closed     bool // guarded by InboxFile.mu: the opener closed its last descriptor (see InboxFile.Flush)
+	closed     bool // guarded by File.mu: the opener closed its last descriptor (see File.Flush)
 }
 
 func (h *inboxHandle) read(dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -89,7 +89,7 @@ func tgid(tid uint32) uint32 {
 }
 
 // Descriptor checks: how a FLUSH learns whether it is the opener's
-// last close (see InboxFile). close(2) takes the descriptor out of the
+// last close (see File). close(2) takes the descriptor out of the
 // table before the FLUSH request, so the one closing is never seen; any
 // other descriptor of the process open FOR WRITING on the file is a dup
 // of the write handle, because a second open for writing is EBUSY while

@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
+	"github.com/deltafs/deltafs/nodes"
 )
 
 // Tests that an acknowledgement (close() or rename() returning 0) is
@@ -27,11 +28,11 @@ func mountInboxEnv(t *testing.T, w *fakeWriter, set func(*Env)) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	env := NewEnv(Options{})
+	env := NewEnv(nodes.NewEnv(nodes.Options{}), Options{})
 	set(env)
-	d := NewTableDir(env, "t", delta.Open(st, delta.Options{}), nil)
-	d.EnableInbox(w, t.TempDir())
-	return filepath.Join(mountDirs(t, d), "t", InboxName)
+	d := nodes.NewTableDir(env.tree, "t", delta.Open(st, delta.Options{}), nil)
+	Enable(env, d, w, t.TempDir())
+	return filepath.Join(testenv.MountFUSE(t, nodes.NewRoot([]*nodes.TableDir{d})), "t", nodes.InboxName)
 }
 
 func (w *fakeWriter) versions() int64 {
@@ -182,7 +183,7 @@ func TestInboxBatchLocksOutCreates(t *testing.T) {
 		t.Fatal(err)
 	}
 	renamed := make(chan error, 1)
-	hook := func(d *InboxDir, name string) {
+	hook := func(d *Dir, name string) {
 		if name == "late.parquet" {
 			renamed <- os.Rename(batch, final) // the batch runs between admission and insertion
 		}

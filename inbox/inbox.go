@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 import (
 	"context"
@@ -15,22 +15,17 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/nodes"
 )
 
 // Names in an inbox directory.
 const (
-	// InboxName is the inbox directory in a table directory.
-	InboxName = "inbox"
-	// InboxStatusName is the inbox's log of outcomes: one JSON object per
+	// StatusName is the inbox's log of outcomes: one JSON object per
 	// commit or refusal, oldest first (see StatusEvent).
-	InboxStatusName = "_status.jsonl"
+	StatusName = "_status.jsonl"
 	// maxInboxName bounds the length of a staged file's name, in bytes.
 	maxInboxName = 200
 )
-
-// kindInbox is the stable-inode kind of the inbox's directories and
-// info files (staged files get go-fuse's automatic numbers).
-const kindInbox = "inbox"
 
 // inboxTimeout is the kernel timeout of staged files' entries and
 // attributes: as short as go-fuse allows (zero means "the mount default"),
@@ -42,10 +37,13 @@ const inboxTimeout = time.Nanosecond
 // staged under staging (never in the table) and handed to writer when
 // closed; the outcome lands in status.
 //
-// Lock order: InboxFile.mu before inbox.mu; neither is held across a
+// Lock order: File.mu before inbox.mu; neither is held across a
 // Writer call.
-type inbox struct {
-	dir     *TableDir
+type Inbox struct {
+	dir     *nodes.TableDir
+	name    string     // the table's
+	tree    *nodes.Env // the tree's: errno choice, logs, timeouts
+	env     *Env
 	writer  Writer
 	staging string
 	status  *statusLog
@@ -54,28 +52,32 @@ type inbox struct {
 	root     *fs.Inode // guarded by mu: the inbox directory, nil until looked up
 	checked  time.Time // guarded by mu: when writeErr was last asked
 	writeErr error     // guarded by mu: the last answer of writer.Writable
-	// batches are the scratch directories being committed (inbox_batch.go).
-	batches map[*InboxDir]bool // guarded by mu
+	// batches are the scratch directories being committed (batch.go).
+	batches map[*Dir]bool // guarded by mu
 	// files are the staged files not yet dropped, registered by Create
 	// before go-fuse puts them in the tree: a batch that starts between
 	// the two finds them here (see admit and batch.lockOut).
-	files map[*InboxFile]struct{} // guarded by mu
+	files map[*File]struct{} // guarded by mu
 	// staleAfter: staged files idle this long are removed (SweepInbox); <= 0 never.
 	staleAfter time.Duration
 	lastSweep  time.Time // guarded by mu
 	// lastRefusal is the last refused rename, so that the same rename
 	// refused again at once (mv retries a refused renameat2 without its
-	// flags) is one line and one count (inbox_rename.go).
+	// flags) is one line and one count (rename.go).
 	lastRefusal renameRefusal // guarded by mu
 }
 
-// EnableInbox gives the table directory an inbox/ whose files are staged
-// in stagingDir (which must exist and belong to this table alone) and
-// appended by w. Call it before the mount serves requests; a table
-// directory without it (a --read-only mount) has no inbox.
-func (d *TableDir) EnableInbox(w Writer, stagingDir string) {
-	d.inbox = &inbox{dir: d, writer: w, staging: stagingDir, status: newStatusLog(statusPath(stagingDir)),
-		batches: map[*InboxDir]bool{}, files: map[*InboxFile]struct{}{}, staleAfter: d.env.Opts.InboxStaleAfter}
+// Enable gives the table directory d an inbox/ whose files are staged in
+// stagingDir (which must exist and belong to this table alone) and
+// appended by w, and returns it. Call it before the mount serves
+// requests; a table directory without it (a --read-only mount) has no
+// inbox.
+func Enable(e *Env, d *nodes.TableDir, w Writer, stagingDir string) *Inbox {
+	in := &Inbox{dir: d, name: d.Name(), tree: e.tree, env: e, writer: w, staging: stagingDir,
+		status: newStatusLog(statusPath(stagingDir)), batches: map[*Dir]bool{},
+		files: map[*File]struct{}{}, staleAfter: e.opts.StaleAfter}
+	d.SetInbox(in)
+	return in
 }
 
 // statusPath is where the status lines of the inbox staged in
@@ -85,36 +87,35 @@ func statusPath(stagingDir string) string {
 	return filepath.Clean(stagingDir) + ".status.jsonl"
 }
 
-// inboxChild returns the inbox directory, the same inode on every lookup:
-// it is persistent because its children (staged files, partition dirs)
-// live only in the tree.
-func (d *TableDir) inboxChild(ctx context.Context, out *fuse.EntryOut) *fs.Inode {
-	in := d.inbox
+// Node returns the inbox directory, the same inode on every lookup: it
+// is persistent because its children (staged files, partition dirs) live
+// only in the tree.
+func (in *Inbox) Node(ctx context.Context, out *fuse.EntryOut) *fs.Inode {
 	in.mu.Lock()
 	if in.root == nil {
-		root := &InboxDir{in: in}
-		in.root = d.NewPersistentInode(ctx, root, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: root.ino()})
+		root := &Dir{in: in}
+		in.root = in.dir.NewPersistentInode(ctx, root, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: root.ino()})
 	}
 	n := in.root
 	in.mu.Unlock()
-	n.Operations().(*InboxDir).fill(ctx, &out.Attr)
-	out.SetEntryTimeout(d.env.Opts.ShortTimeout)
-	out.SetAttrTimeout(d.env.Opts.ShortTimeout)
+	n.Operations().(*Dir).fill(ctx, &out.Attr)
+	out.SetEntryTimeout(in.tree.Opts.ShortTimeout)
+	out.SetAttrTimeout(in.tree.Opts.ShortTimeout)
 	return n
 }
 
 // writable returns nil when files can be appended now, else why not. The
 // answer is kept for the short timeout: Getattr asks it often.
-func (in *inbox) writable(ctx context.Context) error {
+func (in *Inbox) writable(ctx context.Context) error {
 	in.mu.Lock()
-	if !in.checked.IsZero() && time.Since(in.checked) < in.dir.env.Opts.ShortTimeout {
+	if !in.checked.IsZero() && time.Since(in.checked) < in.tree.Opts.ShortTimeout {
 		err := in.writeErr
 		in.mu.Unlock()
 		return err
 	}
 	in.mu.Unlock()
 	err := in.writer.Writable(ctx)
-	if err != nil && cancelled(err) {
+	if err != nil && nodes.Cancelled(err) {
 		return err
 	}
 	in.mu.Lock()
@@ -125,33 +126,33 @@ func (in *inbox) writable(ctx context.Context) error {
 
 // refuse records a refused operation on rel (a path under inbox/) in the
 // status file and returns its errno.
-func (in *inbox) refuse(op, rel string, err error) syscall.Errno {
+func (in *Inbox) refuse(op, rel string, err error) syscall.Errno {
 	if op == "commit" {
-		err = commitError(err)
+		err = nodes.CommitError(err)
 	}
-	errno := in.dir.env.inboxErrno(op, err, "table", in.dir.name, "file", rel)
+	errno := in.tree.InboxErrno(op, err, "table", in.name, "file", rel)
 	if errno != syscall.EINTR {
-		in.status.add(StatusEvent{Op: op, File: rel, Error: err.Error(), Errno: ErrnoName(errno)})
+		in.status.add(StatusEvent{Op: op, File: rel, Error: err.Error(), Errno: nodes.ErrnoName(errno)})
 	}
 	return errno
 }
 
-// checkFileName returns an error wrapping ErrInvalidFile when name cannot
+// checkFileName returns an error wrapping nodes.ErrInvalidFile when name cannot
 // be a staged file or directory: the inbox's own file names are reserved,
 // control characters, invalid UTF-8 and overlong names are refused.
 // (Temporary names, "." or "_" first, are staged: see isTemporaryName.)
 func checkFileName(name string) error {
 	switch {
 	case name == "" || name == "." || name == "..":
-		return fmt.Errorf("%w: empty name", ErrInvalidFile)
-	case name == InboxStatusName || name == ReasonName:
-		return fmt.Errorf("%w: name %q is reserved", ErrInvalidFile, name)
+		return fmt.Errorf("%w: empty name", nodes.ErrInvalidFile)
+	case name == StatusName || name == nodes.ReasonName:
+		return fmt.Errorf("%w: name %q is reserved", nodes.ErrInvalidFile, name)
 	case len(name) > maxInboxName:
-		return fmt.Errorf("%w: name of %d bytes, at most %d", ErrInvalidFile, len(name), maxInboxName)
+		return fmt.Errorf("%w: name of %d bytes, at most %d", nodes.ErrInvalidFile, len(name), maxInboxName)
 	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: name %q is not UTF-8", ErrInvalidFile, name)
+		return fmt.Errorf("%w: name %q is not UTF-8", nodes.ErrInvalidFile, name)
 	case strings.ContainsFunc(name, isControl):
-		return fmt.Errorf("%w: name %q holds a control character", ErrInvalidFile, name)
+		return fmt.Errorf("%w: name %q holds a control character", nodes.ErrInvalidFile, name)
 	}
 	return nil
 }
@@ -161,7 +162,7 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // checkCreate returns why a file cannot be created in d, or nil: the
 // table must be writable and d must be a leaf partition directory, unless
 // the file is temporary (anywhere: where it is renamed to decides).
-func (in *inbox) checkCreate(ctx context.Context, d *InboxDir, name string) error {
+func (in *Inbox) checkCreate(ctx context.Context, d *Dir, name string) error {
 	if err := in.writable(ctx); err != nil {
 		return err
 	}
@@ -176,13 +177,13 @@ func (in *inbox) checkCreate(ctx context.Context, d *InboxDir, name string) erro
 
 // checkLeaf returns why d cannot hold files to commit, or nil: it must be
 // a leaf partition directory (the root of an unpartitioned table).
-func (in *inbox) checkLeaf(ctx context.Context, d *InboxDir) error {
+func (in *Inbox) checkLeaf(ctx context.Context, d *Dir) error {
 	cols, err := in.writer.PartitionColumns(ctx)
 	if err != nil {
 		return err
 	}
 	if len(d.parts) < len(cols) {
-		return fmt.Errorf("%w: table %s is partitioned: put files in %s", ErrInvalidFile, in.dir.name, partitionHint(cols))
+		return fmt.Errorf("%w: table %s is partitioned: put files in %s", nodes.ErrInvalidFile, in.name, partitionHint(cols))
 	}
 	return nil
 }
@@ -190,7 +191,7 @@ func (in *inbox) checkLeaf(ctx context.Context, d *InboxDir) error {
 // partitionHint names where files of a table partitioned by cols go.
 func partitionHint(cols []*delta.StructField) string {
 	var b strings.Builder
-	b.WriteString(InboxName + "/")
+	b.WriteString(nodes.InboxName + "/")
 	for _, c := range cols {
 		b.WriteString(delta.EscapeHivePathName(c.Name) + "=<value>/")
 	}
@@ -201,28 +202,28 @@ func partitionHint(cols []*delta.StructField) string {
 // the inbox: it must be "col=value" for the next partition column, with
 // a value of the column's type. It returns the column's logical name and
 // the value as the log serializes it (nil for null).
-func (in *inbox) partitionDir(ctx context.Context, depth int, name string) (string, *string, error) {
+func (in *Inbox) partitionDir(ctx context.Context, depth int, name string) (string, *string, error) {
 	cols, err := in.writer.PartitionColumns(ctx)
 	if err != nil {
 		return "", nil, err
 	}
 	if depth >= len(cols) {
-		return "", nil, fmt.Errorf("%w: %q: no partition column left at this level (table %s: %s)", ErrInvalidFile, name, in.dir.name, partitionHint(cols))
+		return "", nil, fmt.Errorf("%w: %q: no partition column left at this level (table %s: %s)", nodes.ErrInvalidFile, name, in.name, partitionHint(cols))
 	}
 	want := cols[depth]
 	col, val, err := delta.ParseHiveSegment(name)
 	if c, _, _ := strings.Cut(name, "="); err != nil && strings.EqualFold(c, delta.EscapeHivePathName(want.Name)) {
 		// The right column, a value that does not decode (a bad escape, not UTF-8): say why.
-		return "", nil, fmt.Errorf("%w: %q: %w (table %s)", ErrInvalidFile, name, err, in.dir.name)
+		return "", nil, fmt.Errorf("%w: %q: %w (table %s)", nodes.ErrInvalidFile, name, err, in.name)
 	}
 	if err != nil || !strings.EqualFold(col, want.Name) || strings.ContainsFunc(name, isControl) {
-		return "", nil, fmt.Errorf("%w: %q: want %s=<value> here (table %s: %s)", ErrInvalidFile, name, want.Name, in.dir.name, partitionHint(cols))
+		return "", nil, fmt.Errorf("%w: %q: want %s=<value> here (table %s: %s)", nodes.ErrInvalidFile, name, want.Name, in.name, partitionHint(cols))
 	}
 	if val != nil && (*val == "." || strings.HasSuffix(*val, "..")) {
 		// A data file's path would hold "./" or "../": object stores and
 		// local storage rewrite such keys (or resolve them elsewhere), so
 		// the file would not be where the log says.
-		return "", nil, fmt.Errorf("%w: %q: a partition value may not be \".\" or end in \"..\" (it would not be stored where the log names it)", ErrInvalidFile, name)
+		return "", nil, fmt.Errorf("%w: %q: a partition value may not be \".\" or end in \"..\" (it would not be stored where the log names it)", nodes.ErrInvalidFile, name)
 	}
 	return canonicalPartition(want, val)
 }
@@ -232,10 +233,10 @@ func (in *inbox) partitionDir(ctx context.Context, depth int, name string) (stri
 func canonicalPartition(c *delta.StructField, val *string) (string, *string, error) {
 	s, err := delta.CanonicalPartitionValue(c.Type, val)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: partition %s: %w", ErrInvalidFile, c.Name, err)
+		return "", nil, fmt.Errorf("%w: partition %s: %w", nodes.ErrInvalidFile, c.Name, err)
 	}
 	if s == nil && !c.Nullable {
-		return "", nil, fmt.Errorf("%w: partition column %s is not nullable", ErrInvalidFile, c.Name)
+		return "", nil, fmt.Errorf("%w: partition column %s is not nullable", nodes.ErrInvalidFile, c.Name)
 	}
 	return c.Name, s, nil
 }
@@ -244,7 +245,7 @@ func canonicalPartition(c *delta.StructField, val *string) (string, *string, err
 // being committed (EBUSY: batches lock out creates while they commit, so
 // that no file lands in a directory the batch is about to remove) or in
 // one already committed (ENOENT).
-func (in *inbox) admit(f *InboxFile, d *InboxDir) syscall.Errno {
+func (in *Inbox) admit(f *File, d *Dir) syscall.Errno {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if errno := in.lockedOutLocked(d); errno != 0 {
@@ -255,7 +256,7 @@ func (in *inbox) admit(f *InboxFile, d *InboxDir) syscall.Errno {
 }
 
 // forget takes f out of the registry of staged files.
-func (in *inbox) forget(f *InboxFile) {
+func (in *Inbox) forget(f *File) {
 	in.mu.Lock()
 	delete(in.files, f)
 	in.mu.Unlock()
@@ -264,9 +265,9 @@ func (in *inbox) forget(f *InboxFile) {
 // drop removes f's staging file, gives its bytes back to the staging
 // budget and takes f out of the inbox (telling the kernel when notify:
 // not from a RENAME handler, see detachQuiet).
-func (in *inbox) drop(f *InboxFile, notify bool) {
+func (in *Inbox) drop(f *File, notify bool) {
 	if err := os.Remove(f.path); err != nil && !os.IsNotExist(err) {
-		in.dir.env.log.Warn("deltafs: remove staged file", "table", in.dir.name, "file", f.rel(), "err", err)
+		in.tree.Logger().Warn("deltafs: remove staged file", "table", in.name, "file", f.rel(), "err", err)
 	}
 	f.releaseStaged()
 	in.forget(f)
@@ -283,7 +284,7 @@ func (in *inbox) drop(f *InboxFile, notify bool) {
 // inbox and the outcome is recorded in the status file. The append runs
 // without the caller's cancellation: an interrupted close() must not
 // abandon a commit half way.
-func (in *inbox) commit(ctx context.Context, f *InboxFile, rel string, sf StagedFile, size int64) syscall.Errno {
+func (in *Inbox) commit(ctx context.Context, f *File, rel string, sf StagedFile, size int64) syscall.Errno {
 	ctx, cancel := in.commitContext(ctx)
 	defer cancel()
 	start := time.Now()
@@ -301,17 +302,17 @@ func (in *inbox) commit(ctx context.Context, f *InboxFile, rel string, sf Staged
 // must not leave the outcome unknown), but it ends after
 // Options.CommitTimeout: a dead store never hangs the caller. Cancel it
 // when the commit returns.
-func (in *inbox) commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), in.dir.env.Opts.CommitTimeout)
+func (in *Inbox) commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), in.env.opts.CommitTimeout)
 }
 
 // published records the commit e (of a file or a batch), and makes
 // @latest show it before the close() or rename() returns.
-func (in *inbox) published(ctx context.Context, e StatusEvent, start time.Time) {
+func (in *Inbox) published(ctx context.Context, e StatusEvent, start time.Time) {
 	in.status.add(e)
-	in.dir.env.log.Info("deltafs: inbox commit", "table", in.dir.name, "file", e.File, "version", *e.Version, "files", max(e.Files, 1), "bytes", e.Bytes, "took", time.Since(start))
+	in.tree.Logger().Info("deltafs: inbox commit", "table", in.name, "file", e.File, "version", *e.Version, "files", max(e.Files, 1), "bytes", e.Bytes, "took", time.Since(start))
 	if _, err := in.dir.Refresh(ctx); err != nil {
-		in.dir.env.log.Warn("deltafs: refresh after commit", "table", in.dir.name, "version", *e.Version, "err", err)
+		in.tree.Logger().Warn("deltafs: refresh after commit", "table", in.name, "version", *e.Version, "err", err)
 	}
 	in.dir.Invalidate()
 }

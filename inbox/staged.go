@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 import "time"
 
@@ -19,7 +19,7 @@ const (
 // stagedNoteLocked returns the "staged" line of a temporary file at its
 // close, once per content (a new write or rename gives a new line); ok is
 // false when there is nothing to say (empty, or already said).
-func (f *InboxFile) stagedNoteLocked() (e StatusEvent, ok bool) {
+func (f *File) stagedNoteLocked() (e StatusEvent, ok bool) {
 	if f.staged == 0 || f.noted.Equal(f.active) {
 		return StatusEvent{}, false
 	}
@@ -36,25 +36,22 @@ func (f *InboxFile) stagedNoteLocked() (e StatusEvent, ok bool) {
 }
 
 // noteStaged writes the "staged" line and its log line.
-func (in *inbox) noteStaged(e StatusEvent) {
+func (in *Inbox) noteStaged(e StatusEvent) {
 	in.status.add(e)
-	attrs := []any{"table", in.dir.name, "file", e.File, "bytes", e.Bytes}
+	attrs := []any{"table", in.name, "file", e.File, "bytes", e.Bytes}
 	if e.Expires != nil {
 		attrs = append(attrs, "expires", e.Expires.Format(time.RFC3339))
 	} else {
 		attrs = append(attrs, "expires", "never")
 	}
-	in.dir.env.log.Info("deltafs: inbox: "+e.Note+" (removed uncommitted if left idle until it expires)", attrs...)
+	in.tree.Logger().Info("deltafs: inbox: "+e.Note+" (removed uncommitted if left idle until it expires)", attrs...)
 }
 
 // LogDropped logs each staged file of the inbox that was not committed,
 // which the unmount drops (the mount calls it once the kernel is gone).
-func (d *TableDir) LogDropped() {
-	if d.inbox == nil {
-		return
-	}
-	for _, p := range d.inbox.pending() {
-		d.env.log.Info("deltafs: unmount: staged inbox file dropped, not committed",
-			"table", d.name, "file", p.File, "bytes", p.Bytes, "temporary", p.Temporary)
+func (in *Inbox) LogDropped() {
+	for _, p := range in.pending() {
+		in.tree.Logger().Info("deltafs: unmount: staged inbox file dropped, not committed",
+			"table", in.name, "file", p.File, "bytes", p.Bytes, "temporary", p.Temporary)
 	}
 }

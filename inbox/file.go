@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 import (
 	"context"
@@ -13,11 +13,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/deltafs/deltafs/nodes"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// InboxFile is a file being written into an inbox directory. Its bytes
+// File is a file being written into an inbox directory. Its bytes
 // live in a local staging file, never in the table, until the commit.
 //
 // One open for writing at a time: a second open for writing (another
@@ -53,17 +54,17 @@ import (
 //
 // A file with a temporary name, or in a scratch directory, is never
 // decided by a close, an fsync or a release: it stays staged until a
-// rename to a final name commits it (inbox_rename.go), it is deleted, or
+// rename to a final name commits it (rename.go), it is deleted, or
 // SweepInbox removes it once stale.
-type InboxFile struct {
+type File struct {
 	fs.Inode
 
-	in    *inbox
+	in    *Inbox
 	path  string     // the staging file
 	owner fuse.Owner // who created it: a staged file is theirs alone (0600)
 
 	mu     sync.Mutex
-	dir    *InboxDir // guarded by mu: where the file is (renames move it)
+	dir    *Dir      // guarded by mu: where the file is (renames move it)
 	name   string    // guarded by mu
 	active time.Time // guarded by mu: the last create, write, truncate or rename (see SweepInbox)
 	// renamedAway: committed by a rename; the kernel may still hold the
@@ -80,7 +81,7 @@ type InboxFile struct {
 	staged   int64 // guarded by mu
 	writeErr error // guarded by mu: the first failed write or truncate, which makes the file incomplete
 	// noted is the active time a "staged" line was written for (a
-	// temporary's close: inbox_staged.go).
+	// temporary's close: staged.go).
 	noted time.Time // guarded by mu
 }
 
@@ -94,14 +95,14 @@ const (
 )
 
 var (
-	_ = (fs.NodeGetattrer)((*InboxFile)(nil))
-	_ = (fs.NodeSetattrer)((*InboxFile)(nil))
-	_ = (fs.NodeOpener)((*InboxFile)(nil))
-	_ = (fs.NodeReader)((*InboxFile)(nil))
-	_ = (fs.NodeWriter)((*InboxFile)(nil))
-	_ = (fs.NodeFlusher)((*InboxFile)(nil))
-	_ = (fs.NodeFsyncer)((*InboxFile)(nil))
-	_ = (fs.NodeReleaser)((*InboxFile)(nil))
+	_ = (fs.NodeGetattrer)((*File)(nil))
+	_ = (fs.NodeSetattrer)((*File)(nil))
+	_ = (fs.NodeOpener)((*File)(nil))
+	_ = (fs.NodeReader)((*File)(nil))
+	_ = (fs.NodeWriter)((*File)(nil))
+	_ = (fs.NodeFlusher)((*File)(nil))
+	_ = (fs.NodeFsyncer)((*File)(nil))
+	_ = (fs.NodeReleaser)((*File)(nil))
 )
 
 // newInboxFile creates the staging file of name in d.
@@ -111,19 +112,19 @@ var (
 // The staging file has mode 0666 less the umask (the staging dir, 0700,
 // keeps it private): a local commit hard-links it into the table as the
 // data file, which other users must be able to read.
-func newInboxFile(d *InboxDir, name string) (*InboxFile, error) {
+func newInboxFile(d *Dir, name string) (*File, error) {
 	path, err := createStaged(d.in.staging)
 	if errors.Is(err, os.ErrNotExist) {
 		if mkErr := os.MkdirAll(d.in.staging, 0o700); mkErr != nil {
 			return nil, fmt.Errorf("staging dir %s: %w", d.in.staging, mkErr)
 		}
-		d.in.dir.env.log.Warn("deltafs: inbox staging dir was removed; made it again", "table", d.in.dir.name, "dir", d.in.staging)
+		d.in.tree.Logger().Warn("deltafs: inbox staging dir was removed; made it again", "table", d.in.name, "dir", d.in.staging)
 		path, err = createStaged(d.in.staging)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &InboxFile{in: d.in, dir: d, path: path, name: name, active: time.Now()}, nil
+	return &File{in: d.in, dir: d, path: path, name: name, active: time.Now()}, nil
 }
 
 // stagedSeq numbers staging files.
@@ -147,25 +148,25 @@ func createStaged(dir string) (string, error) {
 }
 
 // discard removes the staging file of a file never shown.
-func (f *InboxFile) discard() { os.Remove(f.path) }
+func (f *File) discard() { os.Remove(f.path) }
 
 // rel is the file's path under inbox/.
-func (f *InboxFile) rel() string {
+func (f *File) rel() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.relLocked()
 }
 
 // relLocked is rel with f.mu held.
-func (f *InboxFile) relLocked() string { return path.Join(f.dir.relPath(), f.name) }
+func (f *File) relLocked() string { return path.Join(f.dir.relPath(), f.name) }
 
 // temporaryLocked reports whether the file is staged without a commit
 // at close: it has a temporary name or is in a temporary directory
 // (see isTemporaryName). A rename to a final name commits it.
-func (f *InboxFile) temporaryLocked() bool { return f.dir.scratch || isTemporaryName(f.name) }
+func (f *File) temporaryLocked() bool { return f.dir.scratch || isTemporaryName(f.name) }
 
 // Getattr reports the staged size (or the committed size once done).
-func (f *InboxFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (f *File) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	f.mu.Lock()
 	size, mtime, gone := f.size, time.Time{}, f.renamedAway
 	f.mu.Unlock()
@@ -175,7 +176,7 @@ func (f *InboxFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.Attr
 	if st, err := os.Stat(f.path); err == nil {
 		size, mtime = st.Size(), st.ModTime()
 	}
-	fillAttr(&out.Attr, f.StableAttr().Ino, syscall.S_IFREG|0o600, f.owner, size, mtime)
+	nodes.FillAttr(&out.Attr, f.StableAttr().Ino, syscall.S_IFREG|0o600, f.owner, size, mtime)
 	out.SetTimeout(inboxTimeout)
 	return 0
 }
@@ -186,7 +187,7 @@ func (f *InboxFile) Getattr(ctx context.Context, h fs.FileHandle, out *fuse.Attr
 // it after the open, without the handle) from another process than the
 // write handle's opener is EBUSY, as a second open for writing is: it
 // would cut another writer's bytes.
-func (f *InboxFile) Setattr(ctx context.Context, h fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+func (f *File) Setattr(ctx context.Context, h fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if size, ok := in.GetSize(); ok {
 		f.mu.Lock()
 		errno := f.writableLocked()
@@ -206,16 +207,16 @@ func (f *InboxFile) Setattr(ctx context.Context, h fs.FileHandle, in *fuse.SetAt
 
 // resizeLocked truncates (or extends) the staging file to size, within
 // the staging budget; a failure makes the file incomplete.
-func (f *InboxFile) resizeLocked(size int64) syscall.Errno {
+func (f *File) resizeLocked(size int64) syscall.Errno {
 	if size > f.staged {
-		if err := f.in.dir.env.reserveStaging(size - f.staged); err != nil {
+		if err := f.in.env.reserveStaging(size - f.staged); err != nil {
 			return f.failLocked(err)
 		}
 	} else {
-		f.in.dir.env.releaseStaging(f.staged - size)
+		f.in.env.releaseStaging(f.staged - size)
 	}
 	if err := os.Truncate(f.path, size); err != nil {
-		f.in.dir.env.releaseStaging(max(size-f.staged, 0))
+		f.in.env.releaseStaging(max(size-f.staged, 0))
 		return f.failLocked(err)
 	}
 	f.staged, f.active = size, time.Now()
@@ -229,7 +230,7 @@ func (f *InboxFile) resizeLocked(size int64) syscall.Errno {
 
 // failLocked records the first failed write or truncate (the file is
 // then incomplete and its commit refused) and returns its errno.
-func (f *InboxFile) failLocked(err error) syscall.Errno {
+func (f *File) failLocked(err error) syscall.Errno {
 	if f.writeErr == nil {
 		f.writeErr = err
 	}
@@ -237,7 +238,7 @@ func (f *InboxFile) failLocked(err error) syscall.Errno {
 }
 
 // writableLocked says whether the content may still change.
-func (f *InboxFile) writableLocked() syscall.Errno {
+func (f *File) writableLocked() syscall.Errno {
 	switch f.state {
 	case stateCommitting:
 		return syscall.EBUSY
@@ -248,7 +249,7 @@ func (f *InboxFile) writableLocked() syscall.Errno {
 }
 
 // Open opens the staged file; O_TRUNC empties it.
-func (f *InboxFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+func (f *File) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	h, errno := f.open(ctx, flags)
 	if errno != 0 {
 		return nil, 0, errno
@@ -259,7 +260,7 @@ func (f *InboxFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 // open returns a handle on the staging file for the caller's flags; an
 // open for writing while another write handle is open is EBUSY (see the
 // type's doc).
-func (f *InboxFile) open(ctx context.Context, flags uint32) (*inboxHandle, syscall.Errno) {
+func (f *File) open(ctx context.Context, flags uint32) (*inboxHandle, syscall.Errno) {
 	write := flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -291,7 +292,7 @@ func (f *InboxFile) open(ctx context.Context, flags uint32) (*inboxHandle, sysca
 }
 
 // Read reads the staged bytes.
-func (f *InboxFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+func (f *File) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	h, ok := fh.(*inboxHandle)
 	if !ok {
 		return nil, syscall.EBADF
@@ -303,7 +304,7 @@ func (f *InboxFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off
 // within the staging budget (ENOSPC beyond it). A handle whose opener
 // closed it for good writes no more (EBADF): a new writer may own the
 // file by then.
-func (f *InboxFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+func (f *File) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	h, ok := fh.(*inboxHandle)
 	if !ok || !h.write {
 		return 0, syscall.EBADF
@@ -320,12 +321,12 @@ func (f *InboxFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, of
 		off = f.staged
 	}
 	grow := max(off+int64(len(data))-f.staged, 0)
-	if err := f.in.dir.env.reserveStaging(grow); err != nil {
+	if err := f.in.env.reserveStaging(grow); err != nil {
 		return 0, f.failLocked(err)
 	}
 	n, err := h.writeAt(data, off)
 	size := max(f.staged, off+int64(n))
-	f.in.dir.env.releaseStaging(grow - (size - f.staged))
+	f.in.env.releaseStaging(grow - (size - f.staged))
 	f.staged, f.active = size, time.Now()
 	if err != nil {
 		return uint32(n), f.failLocked(err)
@@ -336,15 +337,15 @@ func (f *InboxFile) Write(ctx context.Context, fh fs.FileHandle, data []byte, of
 // Flush decides the outcome at the last close of the opener's last
 // descriptor of a write handle (see the type's doc); other closes
 // return 0.
-func (f *InboxFile) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+func (f *File) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	h, ok := fh.(*inboxHandle)
 	pid := callerPid(ctx)
 	if !ok || !h.write || !sameProcess(h.pid, pid) {
 		return 0
 	}
-	env := f.in.dir.env
+	env := f.in.env
 	check := descriptorCheck{mntID: env.mountID.Load(), ino: f.StableAttr().Ino, mode: env.fdinfo,
-		path: "/" + f.in.dir.name + "/" + InboxName + "/" + f.rel()}
+		path: "/" + f.in.name + "/" + nodes.InboxName + "/" + f.rel()}
 	if holdsWriteDescriptor(pid, check) {
 		return 0 // a dup of the write descriptor is still open: not the end
 	}
@@ -355,7 +356,7 @@ func (f *InboxFile) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 // closeHandle marks h closed for good: it no longer counts as a writer
 // (the next open for writing may proceed) and writes through it fail.
 // It reports whether h was the last write handle.
-func (f *InboxFile) closeHandle(h *inboxHandle) bool {
+func (f *File) closeHandle(h *inboxHandle) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if h.closed {
@@ -374,7 +375,7 @@ func (f *InboxFile) closeHandle(h *inboxHandle) bool {
 // through a handle open for reading, or one whose opener closed it,
 // commits nothing and returns 0: only the writer knows the file is
 // complete (a reader's fsync used to commit a half-written file).
-func (f *InboxFile) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+func (f *File) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
 	h, ok := fh.(*inboxHandle)
 	if !ok || !h.write {
 		return 0
@@ -390,7 +391,7 @@ func (f *InboxFile) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) s
 
 // Release closes the handle; the last write handle of a file still
 // undecided commits it (its result only reaches _status.jsonl).
-func (f *InboxFile) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
+func (f *File) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	h, ok := fh.(*inboxHandle)
 	if !ok {
 		return 0
@@ -408,7 +409,7 @@ func (f *InboxFile) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno
 // commit decides the outcome once (see the type's doc) and returns it;
 // an empty file stays staged and gets 0. Concurrent callers wait for the
 // first one's answer.
-func (f *InboxFile) commit(ctx context.Context) syscall.Errno {
+func (f *File) commit(ctx context.Context) syscall.Errno {
 	f.mu.Lock()
 	switch f.state {
 	case stateDone:
@@ -428,7 +429,7 @@ func (f *InboxFile) commit(ctx context.Context) syscall.Errno {
 		if ok {
 			f.in.noteStaged(e)
 		}
-		return 0 // staged until renamed to a final name (inbox_rename.go)
+		return 0 // staged until renamed to a final name (rename.go)
 	}
 	st, err := os.Stat(f.path)
 	if err == nil && st.Size() == 0 && f.writeErr == nil {
@@ -459,7 +460,7 @@ func (f *InboxFile) commit(ctx context.Context) syscall.Errno {
 }
 
 // finish records the outcome of the commit.
-func (f *InboxFile) finish(errno syscall.Errno) {
+func (f *File) finish(errno syscall.Errno) {
 	f.mu.Lock()
 	f.state, f.errno = stateDone, errno
 	close(f.done)
@@ -468,16 +469,16 @@ func (f *InboxFile) finish(errno syscall.Errno) {
 
 // releaseStaged gives the file's bytes back to the staging budget, once
 // its staging file is gone.
-func (f *InboxFile) releaseStaged() {
+func (f *File) releaseStaged() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.in.dir.env.releaseStaging(f.staged)
+	f.in.env.releaseStaging(f.staged)
 	f.staged = 0
 }
 
 // detach removes the file from its directory, in the tree and in the
 // kernel's dentry cache; open handles keep working on the node.
-func (f *InboxFile) detach() {
+func (f *File) detach() {
 	name, parent := f.Parent()
 	if parent == nil {
 		return
@@ -491,7 +492,7 @@ func (f *InboxFile) detach() {
 // kernel: for a RENAME handler, during which the kernel holds the
 // directories' locks that a notification would wait for. The entry's
 // 1ns timeout (inboxTimeout) makes the kernel look it up again.
-func (f *InboxFile) detachQuiet() {
+func (f *File) detachQuiet() {
 	if name, parent := f.Parent(); parent != nil {
 		parent.RmChild(name)
 	}
@@ -499,7 +500,7 @@ func (f *InboxFile) detachQuiet() {
 }
 
 // unlink drops the staged file unless it is being committed.
-func (f *InboxFile) unlink() syscall.Errno {
+func (f *File) unlink() syscall.Errno {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch f.state {
@@ -510,7 +511,7 @@ func (f *InboxFile) unlink() syscall.Errno {
 		// close() succeeds as for any unlinked file.
 		f.state, f.errno = stateDone, 0
 		os.Remove(f.path)
-		f.in.dir.env.releaseStaging(f.staged)
+		f.in.env.releaseStaging(f.staged)
 		f.staged = 0
 		f.in.forget(f)
 	}

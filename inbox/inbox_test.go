@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
+	"github.com/deltafs/deltafs/nodes"
 )
 
 // fakeWriter stands for writeback.Committer: it accepts files that start
@@ -48,7 +49,7 @@ func (w *fakeWriter) Check(ctx context.Context, files []StagedFile) error {
 			return err
 		}
 		if len(data) < 8 || !bytes.HasPrefix(data, []byte("PAR1")) || !bytes.HasSuffix(data, []byte("PAR1")) {
-			errs = append(errs, fmt.Errorf("%w: %s: not a Parquet file", ErrInvalidFile, f.Name))
+			errs = append(errs, fmt.Errorf("%w: %s: not a Parquet file", nodes.ErrInvalidFile, f.Name))
 		}
 	}
 	return errors.Join(errs...)
@@ -63,7 +64,7 @@ func (w *fakeWriter) Append(ctx context.Context, files []StagedFile) (int64, err
 			return 0, err
 		}
 		if len(data) < 8 || !bytes.HasPrefix(data, []byte("PAR1")) || !bytes.HasSuffix(data, []byte("PAR1")) {
-			errs = append(errs, fmt.Errorf("%w: %s: not a Parquet file", ErrInvalidFile, f.Name))
+			errs = append(errs, fmt.Errorf("%w: %s: not a Parquet file", nodes.ErrInvalidFile, f.Name))
 		}
 		all = append(all, data)
 	}
@@ -106,11 +107,11 @@ func mountInbox(t *testing.T, w *fakeWriter) (string, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	env := NewEnv(Options{})
-	d := NewTableDir(env, "t", delta.Open(st, delta.Options{}), nil)
+	env := NewEnv(nodes.NewEnv(nodes.Options{}), Options{})
+	d := nodes.NewTableDir(env.tree, "t", delta.Open(st, delta.Options{}), nil)
 	staging := t.TempDir()
-	d.EnableInbox(w, staging)
-	return filepath.Join(mountDirs(t, d), "t", InboxName), staging
+	Enable(env, d, w, staging)
+	return filepath.Join(testenv.MountFUSE(t, nodes.NewRoot([]*nodes.TableDir{d})), "t", nodes.InboxName), staging
 }
 
 func names(t *testing.T, dir string) []string {
@@ -128,7 +129,7 @@ func names(t *testing.T, dir string) []string {
 
 func statusEvents(t *testing.T, inbox string) []StatusEvent {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(inbox, InboxStatusName))
+	data, err := os.ReadFile(filepath.Join(inbox, StatusName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func statusEvents(t *testing.T, inbox string) []StatusEvent {
 func TestInboxCommitAndRefuse(t *testing.T) {
 	w := &fakeWriter{next: 1}
 	inbox, staging := mountInbox(t, w)
-	if got := names(t, filepath.Dir(inbox)); !slices.Contains(got, InboxName) {
+	if got := names(t, filepath.Dir(inbox)); !slices.Contains(got, nodes.InboxName) {
 		t.Fatalf("table dir lists %v, no inbox", got)
 	}
 	if err := os.WriteFile(filepath.Join(inbox, "good.parquet"), parquetish, 0o644); err != nil {
@@ -164,8 +165,8 @@ func TestInboxCommitAndRefuse(t *testing.T) {
 	if !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("close of a non-Parquet file: %v, want EINVAL", err)
 	}
-	if got := names(t, inbox); !slices.Equal(got, []string{InboxStatusName}) {
-		t.Errorf("inbox lists %v after the outcomes, want only %s", got, InboxStatusName)
+	if got := names(t, inbox); !slices.Equal(got, []string{StatusName}) {
+		t.Errorf("inbox lists %v after the outcomes, want only %s", got, StatusName)
 	}
 	if left := names(t, staging); len(left) != 0 {
 		t.Errorf("staging keeps %v", left)
@@ -207,7 +208,7 @@ func TestInboxNamesRefused(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(inbox, "a=1"), 0o755); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("mkdir in an unpartitioned inbox: %v, want EINVAL", err)
 	}
-	if err := os.WriteFile(filepath.Join(inbox, InboxStatusName), nil, 0o644); err == nil {
+	if err := os.WriteFile(filepath.Join(inbox, StatusName), nil, 0o644); err == nil {
 		t.Error("writing the status file succeeded")
 	}
 	if len(w.calls()) != 0 {
@@ -321,13 +322,13 @@ func TestInboxRenameAndUnlink(t *testing.T) {
 	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(inbox, InboxStatusName)); !errors.Is(err, syscall.EINVAL) {
+	if err := os.Rename(tmp, filepath.Join(inbox, StatusName)); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("rename to a reserved name: %v, want EINVAL", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(inbox, "x.parquet")); err != nil {
 		t.Fatalf("rename: %v", err)
 	}
-	if got := names(t, inbox); !slices.Equal(got, []string{InboxStatusName, "x.parquet"}) {
+	if got := names(t, inbox); !slices.Equal(got, []string{StatusName, "x.parquet"}) {
 		t.Errorf("inbox lists %v after the rename", got)
 	}
 	f, err := os.OpenFile(filepath.Join(inbox, "x.parquet"), os.O_WRONLY|os.O_APPEND, 0)
@@ -347,7 +348,7 @@ func TestInboxRenameAndUnlink(t *testing.T) {
 	if err := os.Remove(filepath.Join(inbox, "gone")); err != nil {
 		t.Errorf("unlink of a staged file: %v", err)
 	}
-	if err := os.Remove(filepath.Join(inbox, InboxStatusName)); !errors.Is(err, syscall.EPERM) {
+	if err := os.Remove(filepath.Join(inbox, StatusName)); !errors.Is(err, syscall.EPERM) {
 		t.Errorf("unlink of the status file: %v, want EPERM", err)
 	}
 	if left := names(t, staging); len(left) != 0 {
@@ -403,16 +404,16 @@ func TestInboxPartitionDirs(t *testing.T) {
 const HiveDefault = delta.HiveDefaultPartition
 
 func TestInboxNotWritable(t *testing.T) {
-	w := &fakeWriter{notWrite: fmt.Errorf("%w: table uses invariants", ErrNotWritable)}
+	w := &fakeWriter{notWrite: fmt.Errorf("%w: table uses invariants", nodes.ErrNotWritable)}
 	inbox, _ := mountInbox(t, w)
 	st, err := os.Stat(inbox)
 	if err != nil || st.Mode().Perm() != 0o555 {
 		t.Errorf("inbox of an unwritable table: %v, %v; want mode 0555", st, err)
 	}
-	if got := names(t, inbox); !slices.Equal(got, []string{ReasonName, InboxStatusName}) {
+	if got := names(t, inbox); !slices.Equal(got, []string{nodes.ReasonName, StatusName}) {
 		t.Errorf("inbox lists %v", got)
 	}
-	reason, err := os.ReadFile(filepath.Join(inbox, ReasonName))
+	reason, err := os.ReadFile(filepath.Join(inbox, nodes.ReasonName))
 	if err != nil || !strings.Contains(string(reason), "invariants") {
 		t.Errorf("reason = %q, %v", reason, err)
 	}

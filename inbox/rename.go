@@ -1,4 +1,4 @@
-package nodes
+package inbox
 
 // Temporary names, scratch directories and the renames that commit them:
 // how tools that write a temporary name and rename it into place (rsync,
@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/deltafs/deltafs/nodes"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -46,7 +47,7 @@ func isTemporaryDirName(name string) bool {
 }
 
 // mkScratch makes the scratch directory name in d.
-func (d *InboxDir) mkScratch(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+func (d *Dir) mkScratch(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if err := checkFileName(name); err != nil {
 		return nil, d.in.refuse("mkdir", d.relOf(name), err)
 	}
@@ -56,7 +57,7 @@ func (d *InboxDir) mkScratch(ctx context.Context, name string, out *fuse.EntryOu
 	if errno := d.in.lockedOut(d); errno != 0 {
 		return nil, errno
 	}
-	sub := &InboxDir{in: d.in, scratch: true}
+	sub := &Dir{in: d.in, scratch: true}
 	sub.touch()
 	d.touch()
 	n := d.NewPersistentInode(ctx, sub, fs.StableAttr{Mode: syscall.S_IFDIR})
@@ -68,14 +69,14 @@ func (d *InboxDir) mkScratch(ctx context.Context, name string, out *fuse.EntryOu
 
 // busy reports whether d is in a batch being committed: nothing may be
 // added, removed or moved there until the commit ends.
-func (in *inbox) busy(d *InboxDir) bool {
+func (in *Inbox) busy(d *Dir) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.lockedOutLocked(d) == syscall.EBUSY
 }
 
 // lockedOut is lockedOutLocked taking in.mu.
-func (in *inbox) lockedOut(d *InboxDir) syscall.Errno {
+func (in *Inbox) lockedOut(d *Dir) syscall.Errno {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.lockedOutLocked(d)
@@ -84,9 +85,9 @@ func (in *inbox) lockedOut(d *InboxDir) syscall.Errno {
 // lockedOutLocked returns EBUSY when d is in a batch being committed,
 // ENOENT when it is in one committed (removed from the tree: the kernel
 // may still hold its dentry), else 0. in.mu is held.
-func (in *inbox) lockedOutLocked(d *InboxDir) syscall.Errno {
+func (in *Inbox) lockedOutLocked(d *Dir) syscall.Errno {
 	for n := d.EmbeddedInode(); n != nil; _, n = n.Parent() {
-		sd, ok := n.Operations().(*InboxDir)
+		sd, ok := n.Operations().(*Dir)
 		if !ok {
 			continue
 		}
@@ -102,11 +103,11 @@ func (in *inbox) lockedOutLocked(d *InboxDir) syscall.Errno {
 
 // Rename moves a staged file or a scratch directory within the inbox; a
 // move to a final name commits it (see the file's doc).
-func (d *InboxDir) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+func (d *Dir) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	if flags&^renameNoReplace != 0 {
 		return syscall.EINVAL // RENAME_EXCHANGE, RENAME_WHITEOUT
 	}
-	dst, ok := newParent.(*InboxDir)
+	dst, ok := newParent.(*Dir)
 	if !ok || dst.in != d.in {
 		return syscall.EXDEV
 	}
@@ -124,9 +125,9 @@ func (d *InboxDir) Rename(ctx context.Context, name string, newParent fs.InodeEm
 		return syscall.EBUSY
 	}
 	switch op := ch.Operations().(type) {
-	case *InboxFile:
+	case *File:
 		return d.in.renameFile(ctx, op, dst, newName)
-	case *InboxDir:
+	case *Dir:
 		if !op.scratch {
 			return syscall.EPERM // a partition directory: its files' values would change
 		}
@@ -144,7 +145,7 @@ func (d *InboxDir) Rename(ctx context.Context, name string, newParent fs.InodeEm
 // still open for writing just moves (its last close commits it, as for a
 // file written under a final name), and so does an empty one (as after
 // touch, it waits to be written).
-func (in *inbox) renameFile(ctx context.Context, f *InboxFile, dst *InboxDir, name string) syscall.Errno {
+func (in *Inbox) renameFile(ctx context.Context, f *File, dst *Dir, name string) syscall.Errno {
 	rel, from := dst.relOf(name), f.rel()
 	final := !dst.scratch && !isTemporaryName(name)
 	if final {
@@ -206,7 +207,7 @@ func (in *inbox) renameFile(ctx context.Context, f *InboxFile, dst *InboxDir, na
 // as they were: a refusal of the file or table decided before anything
 // was written. After storage trouble the commit may have landed.
 func keepOnRefusal(err error) bool {
-	return errors.Is(err, ErrInvalidFile) || errors.Is(err, ErrNotWritable)
+	return errors.Is(err, nodes.ErrInvalidFile) || errors.Is(err, nodes.ErrNotWritable)
 }
 
 // refuseRename records a refused rename of from to rel (paths under
@@ -214,15 +215,15 @@ func keepOnRefusal(err error) bool {
 // The same rename refused for the same reason again within
 // repeatRefusalWindow is not recorded twice: coreutils mv retries a
 // renameat2 refused with EINVAL as a plain rename.
-func (in *inbox) refuseRename(rel, from string, err error) syscall.Errno {
-	err = commitError(err)
+func (in *Inbox) refuseRename(rel, from string, err error) syscall.Errno {
+	err = nodes.CommitError(err)
 	r := renameRefusal{rel: rel, from: from, reason: err.Error(), at: time.Now()}
 	if errno, ok := in.repeatedRefusal(r); ok {
 		return errno
 	}
-	errno := in.dir.env.inboxErrno("rename", err, "table", in.dir.name, "file", rel, "from", from)
+	errno := in.tree.InboxErrno("rename", err, "table", in.name, "file", rel, "from", from)
 	if errno != syscall.EINTR {
-		in.status.add(StatusEvent{Op: "rename", File: rel, From: from, Error: r.reason, Errno: ErrnoName(errno)})
+		in.status.add(StatusEvent{Op: "rename", File: rel, From: from, Error: r.reason, Errno: nodes.ErrnoName(errno)})
 		r.errno = errno
 		in.mu.Lock()
 		in.lastRefusal = r
@@ -244,7 +245,7 @@ type renameRefusal struct {
 
 // repeatedRefusal returns the errno of the last refusal when r repeats
 // it at once.
-func (in *inbox) repeatedRefusal(r renameRefusal) (syscall.Errno, bool) {
+func (in *Inbox) repeatedRefusal(r renameRefusal) (syscall.Errno, bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	last := in.lastRefusal
@@ -255,7 +256,7 @@ func (in *inbox) repeatedRefusal(r renameRefusal) (syscall.Errno, bool) {
 }
 
 // restage puts a file whose commit was refused back to staged.
-func (f *InboxFile) restage() {
+func (f *File) restage() {
 	f.mu.Lock()
 	f.state = stateStaged
 	close(f.done)
@@ -265,7 +266,7 @@ func (f *InboxFile) restage() {
 // abandon decides a staged file that is removed without a commit (a
 // temporary file of a batch, a stale file): open handles write no more
 // and their close() returns 0, as for an unlinked file.
-func (f *InboxFile) abandon() {
+func (f *File) abandon() {
 	f.mu.Lock()
 	if f.state == stateStaged {
 		f.state, f.errno = stateDone, 0
@@ -279,6 +280,6 @@ func (f *InboxFile) abandon() {
 // holds dir's lock until the rename completes and the notification
 // waits for it, so it runs after the reply, on its own goroutine; it
 // ends when the kernel took it (or the mount is gone).
-func forgetRenamed(dir *InboxDir, name string) {
+func forgetRenamed(dir *Dir, name string) {
 	go dir.NotifyEntry(name)
 }

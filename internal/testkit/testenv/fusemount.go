@@ -1,0 +1,29 @@
+package testenv
+
+import (
+	"os"
+	"testing"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// MountFUSE mounts root at a fresh temp dir, unmounted when the test
+// ends, and returns the mountpoint. Without FUSE the test is skipped (a
+// failure under DELTAFS_REQUIRE_ALL).
+func MountFUSE(t testing.TB, root fs.InodeEmbedder) string {
+	t.Helper()
+	RequireFUSE(t)
+	mnt := t.TempDir()
+	srv, err := fs.Mount(mnt, root, &fs.Options{MountOptions: fuse.MountOptions{
+		FsName: "deltafs-test", DirectMount: os.Geteuid() == 0}})
+	if err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+	})
+	return mnt
+}
