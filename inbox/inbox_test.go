@@ -400,6 +400,34 @@ func TestInboxPartitionDirs(t *testing.T) {
 	}
 }
 
+// A partition column whose name starts with "_" takes files in its
+// directories (_p=1/x.parquet commits), as Spark lists them; "_" without
+// "=" is still a scratch directory.
+func TestInboxUnderscorePartitionColumn(t *testing.T) {
+	w := &fakeWriter{cols: []*delta.StructField{{Name: "_p", Type: delta.PrimitiveType{Name: "integer"}, Nullable: true}}}
+	inbox, _ := mountInbox(t, w)
+	leaf := filepath.Join(inbox, "_p=7")
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		t.Fatalf("mkdir %s: %v", leaf, err)
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "x.parquet"), parquetish, 0o644); err != nil {
+		t.Fatalf("file in _p=7: %v", err)
+	}
+	calls := w.calls()
+	if len(calls) != 1 || *calls[0].PartitionValues["_p"] != "7" {
+		t.Fatalf("appends = %+v, want one with _p=7", calls)
+	}
+	if err := os.MkdirAll(filepath.Join(inbox, "_scratch", "_p=8"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inbox, "_scratch", "_p=8", "y.parquet"), parquetish, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.calls()); n != 1 {
+		t.Errorf("a file in scratch dir _scratch was appended (%d appends)", n)
+	}
+}
+
 // HiveDefault is the Hive name of a null partition value.
 const HiveDefault = delta.HiveDefaultPartition
 

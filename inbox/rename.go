@@ -32,7 +32,8 @@ import (
 const renameNoReplace = 1
 
 // isTemporaryName reports whether a file name is temporary: a leading "."
-// (rsync's .NAME.XXXXXX, editors) or "_" (Hadoop's _temporary, _SUCCESS),
+// (rsync's .NAME.XXXXXX, editors) or "_" (Hadoop's _temporary, _SUCCESS;
+// not with "=", see isTemporaryDirName),
 // or a name not ending in ".parquet", in any case (x.parquet.tmp, x.part).
 // Such a file is staged when closed; only a rename to a final name
 // commits it.
@@ -41,9 +42,12 @@ func isTemporaryName(name string) bool {
 }
 
 // isTemporaryDirName reports whether a directory name is temporary: a
-// leading "." or "_". Such a directory is a scratch directory.
+// leading ".", or a leading "_" without "=". Such a directory is a
+// scratch directory. "_" with "=" is a partition directory of a column
+// whose name starts with "_" (_2=bar): Spark's rule for the names its
+// file listing hides (InMemoryFileIndex.shouldFilterOutPathName).
 func isTemporaryDirName(name string) bool {
-	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") && !strings.Contains(name, "=")
 }
 
 // mkScratch makes the scratch directory name in d.

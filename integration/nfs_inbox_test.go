@@ -31,9 +31,12 @@ func nfsWrite(t *testing.T, v *nfsc.Target, p string, data []byte) {
 }
 
 // nfsStatus reads inbox/_status.jsonl over NFS.
-func nfsStatus(t *testing.T, v *nfsc.Target) []inboxEvent {
+func nfsStatus(t *testing.T, v *nfsc.Target) []inboxEvent { return nfsTableStatus(t, v, "t") }
+
+// nfsTableStatus is table's inbox/_status.jsonl read over NFS.
+func nfsTableStatus(t *testing.T, v *nfsc.Target, table string) []inboxEvent {
 	t.Helper()
-	f, err := v.Open("t/inbox/_status.jsonl")
+	f, err := v.Open(table + "/inbox/_status.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,13 +207,14 @@ func (f fuseFront) rename(a, b string) error {
 func (f fuseFront) status() []inboxEvent { return inboxStatus(f.t, f.dir) }
 
 type nfsFront struct {
-	t *testing.T
-	v *nfsc.Target
+	t     *testing.T
+	v     *nfsc.Target
+	table string
 }
 
-func (n nfsFront) mkdir(p string) error { _, err := n.v.Mkdir("t/"+p, 0o755); return err }
+func (n nfsFront) mkdir(p string) error { _, err := n.v.Mkdir(n.table+"/"+p, 0o755); return err }
 func (n nfsFront) write(p string, data []byte) error {
-	f, err := n.v.OpenFile("t/"+p, 0o644)
+	f, err := n.v.OpenFile(n.table+"/"+p, 0o644)
 	if err != nil {
 		return err
 	}
@@ -219,8 +223,10 @@ func (n nfsFront) write(p string, data []byte) error {
 	}
 	return f.Close()
 }
-func (n nfsFront) rename(a, b string) error { return n.v.Rename("t/"+a, "t/"+b) }
-func (n nfsFront) status() []inboxEvent     { return nfsStatus(n.t, n.v) }
+func (n nfsFront) rename(a, b string) error {
+	return n.v.Rename(n.table+"/"+a, n.table+"/"+b)
+}
+func (n nfsFront) status() []inboxEvent { return nfsTableStatus(n.t, n.v, n.table) }
 
 // The same appends through a FUSE mount and over NFS, each on its own
 // copy of one table, end the same: the same versions with the same
@@ -277,7 +283,7 @@ func TestNFSInboxMatchesFUSE(t *testing.T) {
 	viaFUSE := script(fuseFront{t, tdir}, fuseRoot, waitLatest(fuseRoot))
 	nfsRoot := testenv.CopyFixture(t, fixturePartitioned)
 	v := serveNFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: nfsRoot}}, NFSSettle: 300 * time.Millisecond})
-	viaNFS := script(nfsFront{t, v}, nfsRoot, waitLatest(nfsRoot))
+	viaNFS := script(nfsFront{t: t, v: v, table: "t"}, nfsRoot, waitLatest(nfsRoot))
 	if fmt.Sprint(viaFUSE) != fmt.Sprint(viaNFS) {
 		t.Errorf("outcomes differ:\n fuse %+v\n nfs  %+v", viaFUSE, viaNFS)
 	}
