@@ -22,7 +22,9 @@ import (
 
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
+	"github.com/willscott/go-nfs-client/nfs/xdr"
 
+	"github.com/deltafs/deltafs/internal/testkit/scalegen"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
 )
@@ -313,5 +315,118 @@ func TestNFSHandlesSurviveRestart(t *testing.T) {
 	other := serveNFS(t, cfg)
 	if _, err := other.GetAttr(fh); err == nil {
 		t.Error("a server without the journal knew the handle")
+	}
+}
+
+// A table of 3,000 versions is listed over NFS page by page, streamed
+// from the tree (each page continues the last one's directory stream):
+// the same entries, with the same inode numbers and times, as the FUSE
+// mount lists.
+func TestNFSListsLargeDirectoriesInPages(t *testing.T) {
+	testenv.RequireFUSE(t)
+	root := filepath.Join(t.TempDir(), "t")
+	if _, err := scalegen.Generate(scalegen.Spec{Dir: root, Commits: 3000, FilesPerCommit: 1, CheckpointEvery: 1000, ICT: true}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := mount.Config{Sources: []mount.Source{{Name: "t", URL: root}}, ReadOnly: true}
+	fuseDir := filepath.Join(mountFS(t, cfg), "t")
+	ents, err := os.ReadDir(fuseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, e := range ents {
+		fi, err := os.Lstat(filepath.Join(fuseDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		want[e.Name()] = fmt.Sprintf("ino %d mtime %d", st.Ino, fi.ModTime().Unix())
+	}
+	v := serveNFS(t, cfg)
+	list, err := v.ReadDirPlus("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range list {
+		if e.Name() == "." || e.Name() == ".." {
+			continue
+		}
+		if _, dup := got[e.Name()]; dup {
+			t.Errorf("%s listed twice", e.Name())
+		}
+		got[e.Name()] = fmt.Sprintf("ino %d mtime %d", e.Attr.Attr.Fileid, e.ModTime().Unix())
+	}
+	// A page asked again from the same cookie (its stream went on) seeks
+	// a new stream there and lists the same entries.
+	_, fh, err := v.Lookup("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := nfsDirPage(t, v, fh, 0, 0)
+	mid := first.cookies[len(first.cookies)-1]
+	a, b := nfsDirPage(t, v, fh, mid, first.verf), nfsDirPage(t, v, fh, mid, first.verf)
+	if len(a.names) == 0 || !slices.Equal(a.names, b.names) || !slices.Equal(a.cookies, b.cookies) {
+		t.Errorf("pages from cookie %d: %q then %q", mid, a.names, b.names)
+	}
+	if len(want) < 3000 || !maps.Equal(got, want) {
+		diffs := 0
+		for name, w := range want {
+			if got[name] != w && diffs < 5 {
+				t.Errorf("%s: nfs %q, fuse %q", name, got[name], w)
+				diffs++
+			}
+		}
+		t.Errorf("NFS listed %d entries, FUSE %d", len(got), len(want))
+	}
+}
+
+// nfsPage is one READDIRPLUS reply.
+type nfsPage struct {
+	names   []string
+	cookies []uint64
+	verf    uint64
+}
+
+// nfsDirPage asks one READDIRPLUS page of 4 KiB of directory fh from
+// cookie.
+func nfsDirPage(t *testing.T, v *nfsc.Target, fh []byte, cookie, verf uint64) nfsPage {
+	t.Helper()
+	type args struct {
+		rpc.Header
+		FH                 []byte
+		Cookie, CookieVerf uint64
+		DirCount, MaxCount uint32
+	}
+	type entry struct {
+		IsSet bool           `xdr:"union"`
+		Entry nfsc.EntryPlus `xdr:"unioncase=1"`
+	}
+	res, err := v.Call(&args{Header: rpc.Header{Rpcvers: 2, Prog: nfsc.Nfs3Prog, Vers: nfsc.Nfs3Vers, Proc: nfsc.NFSProc3ReadDirPlus, Cred: rpc.AuthNull, Verf: rpc.AuthNull},
+		FH: fh, Cookie: cookie, CookieVerf: verf, DirCount: 512, MaxCount: 4096})
+	if err != nil {
+		t.Fatalf("READDIRPLUS at cookie %d: %v", cookie, err)
+	}
+	if st, err := xdr.ReadUint32(res); err != nil || st != 0 {
+		t.Fatalf("READDIRPLUS at cookie %d: status %d, %v", cookie, st, err)
+	}
+	var head struct {
+		DirAttrs   nfsc.PostOpAttr
+		CookieVerf uint64
+	}
+	if err := xdr.Read(res, &head); err != nil {
+		t.Fatal(err)
+	}
+	pg := nfsPage{verf: head.CookieVerf}
+	for {
+		var e entry
+		if err := xdr.Read(res, &e); err != nil {
+			t.Fatal(err)
+		}
+		if !e.IsSet {
+			return pg
+		}
+		pg.names, pg.cookies = append(pg.names, e.Entry.FileName), append(pg.cookies, e.Entry.Cookie)
 	}
 }

@@ -14,25 +14,27 @@ import (
 type FS struct {
 	t      *tree
 	opens  *opens
+	dirs   *dirStreams
 	writes *writes // nil: read-only
 	mask   uint32  // the umask READDIRPLUS attributes get (see Options.Umask)
 }
 
 func newFS(raw fuse.RawFileSystem, opts Options) *FS {
 	t := newTree(raw, fuse.Caller{Owner: fuse.Owner{Uid: opts.UID, Gid: opts.GID}})
-	f := &FS{t: t, opens: newOpens(t), mask: opts.Umask & 0o777}
+	f := &FS{t: t, opens: newOpens(t), dirs: newDirStreams(t), mask: opts.Umask & 0o777}
 	if opts.Writable {
 		f.writes = newWrites(t, cmp.Or(opts.Settle, DefaultSettle))
 	}
 	return f
 }
 
-// close releases every open file and every lookup held.
+// close releases every open file and directory and every lookup held.
 func (f *FS) close() {
 	if f.writes != nil {
 		f.writes.stopAll()
 	}
 	f.opens.closeAll()
+	f.dirs.closeAll()
 	f.t.forgetAll()
 }
 
@@ -53,19 +55,6 @@ func (f *FS) Lstat(name string) (os.FileInfo, error) {
 func (f *FS) masked(a fuse.Attr) fuse.Attr {
 	a.Mode &^= f.mask
 	return a
-}
-
-// ReadDir lists a directory with its entries' attributes.
-func (f *FS) ReadDir(name string) ([]os.FileInfo, error) {
-	infos, err := f.t.readDir(clean(name))
-	if err != nil {
-		return nil, err
-	}
-	for _, fi := range infos {
-		fi := fi.(*fileInfo)
-		fi.attr = f.masked(fi.attr)
-	}
-	return infos, nil
 }
 
 // Readlink returns a symbolic link's target.

@@ -3,18 +3,16 @@ package nfsfront
 import (
 	"encoding/binary"
 	"hash/fnv"
-	"os"
 	"path"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// READDIR and READDIRPLUS page a directory's listing by cookie: entry i
-// of the listing has cookie i+3 ("." and ".." have 1 and 2), and the
-// cookie verifier is a hash of the listing's names and inode numbers. A
-// listing is kept for the pages that follow (listings.go); a later page
-// whose verifier no longer matches the directory is NFS3ERR_BAD_COOKIE,
-// and the client lists again.
+// READDIR and READDIRPLUS page a directory by cookie: "." and ".." have
+// 1 and 2, an entry its FUSE offset plus 2 (readdir.go streams the pages).
+// The cookie verifier is a hash of the directory's inode number and
+// times: a page whose verifier no longer matches (a table directory
+// after a new version) is NFS3ERR_BAD_COOKIE, and the client lists again.
 
 func (s *Server) readdir(xid uint32, a *decoder, plus bool) *encoder {
 	p, st := s.fh(a)
@@ -39,78 +37,114 @@ func (s *Server) readdir(xid uint32, a *decoder, plus bool) *encoder {
 		e.bool(false)
 		return e
 	}
-	entries, v, err := s.listing(p, cookie, verf)
-	if err != nil {
-		e := ok(xid, statusOf(err))
-		e.bool(true)
-		fattr3(e, dirAttr)
-		return e
-	}
-	if cookie != 0 && v != verf && verf != 0 {
-		e := ok(xid, nfs3BadCookie)
-		e.bool(true)
-		fattr3(e, dirAttr)
-		return e
+	v := verifierOf(dirAttr)
+	if cookie != 0 && verf != 0 && verf != v {
+		return dirFailure(xid, nfs3BadCookie, dirAttr)
 	}
 	e := ok(xid, nfs3OK)
 	e.bool(true)
 	fattr3(e, dirAttr)
 	e.uint64(v)
-	limit := len(e.b) + int(min(maxcount, 1<<20)) - 8 // the end: no more entries, eof
-	dirBytes := 0
-	n, eof := 0, true
-	parent := path.Dir("/" + p)[1:]
-	for i := int(cookie); i < len(entries)+2; i++ {
-		var name, child string
-		var fi *fileInfo
-		switch i {
-		case 0:
-			name, child = ".", p
-		case 1:
-			name, child = "..", parent
-		default:
-			fi = entries[i-2].(*fileInfo)
-			name, child = fi.name, path.Join(p, fi.name)
-		}
-		size := 8 + 4 + (len(name)+3)&^3 + 8
-		rec := 4 + size
-		if plus {
-			rec += 4 + 84 + 4 + 4 + handleSize
-		}
-		if len(e.b)+rec > limit || (dircount > 0 && dirBytes+size > int(dircount)) {
-			eof = false
-			break
+	pg := dirPage{s: s, e: e, plus: plus, dircount: int(dircount),
+		limit: len(e.b) + int(min(maxcount, 1<<20)) - 8} // the end: no more entries, eof
+	if eof, st := pg.fill(p, cookie); st != nfs3OK {
+		return dirFailure(xid, st, dirAttr)
+	} else if pg.n == 0 && !eof {
+		return dirFailure(xid, nfs3TooSmall, dirAttr)
+	} else {
+		e.bool(false)
+		e.bool(eof)
+	}
+	return e
+}
+
+// dirFailure is a READDIR reply of status st with the directory's
+// attributes.
+func dirFailure(xid uint32, st uint32, dirAttr fuse.Attr) *encoder {
+	e := ok(xid, st)
+	e.bool(true)
+	fattr3(e, dirAttr)
+	return e
+}
+
+// dirPage is one READDIR reply being filled.
+type dirPage struct {
+	s        *Server
+	e        *encoder
+	plus     bool
+	dircount int // the client's bound on names and cookies (0: none)
+	limit    int // the reply's bound, in bytes of e
+	dirBytes int
+	n        int
+}
+
+// fill adds the entries of directory p after cookie while they fit and
+// reports whether the listing ended.
+func (pg *dirPage) fill(p string, cookie uint64) (eof bool, st uint32) {
+	for ; cookie < 2; cookie++ {
+		name, child := ".", p
+		if cookie == 1 {
+			name, child = "..", path.Dir("/" + p)[1:]
 		}
 		var attr fattr
-		if fi != nil {
-			attr.a, attr.ok = s.fs.masked(fi.attr), true
-		} else if a, err := s.attr(child); err == nil {
-			attr.a, attr.ok = a, true
+		if a, err := pg.s.attr(child); err == nil {
+			attr = fattr{a, true}
 		}
-		e.bool(true)
-		e.uint64(attr.a.Ino)
-		e.string(name)
-		e.uint64(uint64(i + 1))
-		if plus {
-			e.bool(attr.ok)
-			if attr.ok {
-				fattr3(e, attr.a)
+		if !pg.add(name, child, attr, cookie+1) {
+			return false, nfs3OK
+		}
+	}
+	ds, err := pg.s.fs.dirs.take(p, cookie)
+	if err != nil {
+		return false, statusOf(err)
+	}
+	defer func() { pg.s.fs.dirs.put(ds, cookie) }()
+	for {
+		de, more, err := ds.peek()
+		if err != nil {
+			if pg.n > 0 {
+				return false, nfs3OK // the client's next page says it
 			}
-			e.bool(true)
-			e.opaque(s.handleFor(child))
+			return false, statusOf(err)
 		}
-		dirBytes += size
-		n++
+		if !more {
+			return true, nfs3OK
+		}
+		attr := fattr{pg.s.fs.masked(de.attr), de.ok}
+		if !pg.add(de.name, path.Join(p, de.name), attr, de.cookie) {
+			return false, nfs3OK
+		}
+		ds.next()
+		cookie = de.cookie
 	}
-	if n == 0 && !eof {
-		e := ok(xid, nfs3TooSmall)
+}
+
+// add encodes one entry if it fits.
+func (pg *dirPage) add(name, child string, attr fattr, cookie uint64) bool {
+	size := 8 + 4 + (len(name)+3)&^3 + 8
+	rec := 4 + size
+	if pg.plus {
+		rec += 4 + 84 + 4 + 4 + handleSize
+	}
+	if len(pg.e.b)+rec > pg.limit || (pg.dircount > 0 && pg.dirBytes+size > pg.dircount) {
+		return false
+	}
+	e := pg.e
+	e.bool(true)
+	e.uint64(attr.a.Ino)
+	e.string(name)
+	e.uint64(cookie)
+	if pg.plus {
+		e.bool(attr.ok)
+		if attr.ok {
+			fattr3(e, attr.a)
+		}
 		e.bool(true)
-		fattr3(e, dirAttr)
-		return e
+		e.opaque(pg.s.handleFor(child))
 	}
-	e.bool(false)
-	e.bool(eof)
-	return e
+	pg.dirBytes += size
+	pg.n++
+	return true
 }
 
 // fattr is attributes that may be missing.
@@ -119,33 +153,14 @@ type fattr struct {
 	ok bool
 }
 
-// listing returns the entries of directory p for a READDIR page at
-// cookie: a fresh listing for the first page, else the one kept for the
-// verifier (or a fresh one, whose verifier the caller compares).
-func (s *Server) listing(p string, cookie, verf uint64) ([]os.FileInfo, uint64, error) {
-	if cookie != 0 {
-		if entries, ok := s.listings.get(p, verf); ok {
-			return entries, verf, nil
-		}
-	}
-	entries, err := s.fs.ReadDir(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	v := verifierOf(entries)
-	s.listings.add(p, v, entries)
-	return entries, v, nil
-}
-
-// verifierOf hashes a listing's names and inode numbers (never 0).
-func verifierOf(entries []os.FileInfo) uint64 {
+// verifierOf hashes a directory's inode number and times (never 0): they
+// change when a table directory gains a version.
+func verifierOf(a fuse.Attr) uint64 {
 	h := fnv.New64a()
-	for _, fi := range entries {
-		h.Write([]byte(fi.Name()))
-		h.Write([]byte{0})
-		if f, ok := fi.(*fileInfo); ok {
-			h.Write(binary.LittleEndian.AppendUint64(nil, f.attr.Ino))
-		}
+	var b []byte
+	for _, x := range []uint64{a.Ino, a.Mtime, uint64(a.Mtimensec), a.Ctime, uint64(a.Ctimensec)} {
+		b = binary.LittleEndian.AppendUint64(b, x)
 	}
+	h.Write(b)
 	return h.Sum64() | 1
 }

@@ -46,7 +46,6 @@ type Server struct {
 	l         net.Listener
 	fs        *FS
 	handles   *handles
-	listings  *listings
 	exclusive exclusives // verifiers of exclusive creates
 	log       *slog.Logger
 	verf      [8]byte // the write verifier: new at each start, so clients resend what was not committed
@@ -65,7 +64,7 @@ func Serve(l net.Listener, raw fuse.RawFileSystem, opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{l: l, fs: newFS(raw, opts), handles: newHandles(opts.HandleJournal, log), listings: newListings(), log: log,
+	s := &Server{l: l, fs: newFS(raw, opts), handles: newHandles(opts.HandleJournal, log), log: log,
 		conns: map[*conn]struct{}{}, done: make(chan struct{})}
 	rand.Read(s.verf[:])
 	go s.accept()
