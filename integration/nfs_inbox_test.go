@@ -1,14 +1,19 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	nfsc "github.com/willscott/go-nfs-client/nfs"
+	"github.com/willscott/go-nfs-client/nfs/rpc"
+	"github.com/willscott/go-nfs-client/nfs/xdr"
 
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
@@ -291,4 +296,105 @@ func TestNFSInboxMatchesFUSE(t *testing.T) {
 		t.Errorf("through FUSE: %+v, want 3 versions, the second with 2 files", viaFUSE)
 	}
 	t.Logf("both: %+v", viaNFS)
+}
+
+// nfsStatusOfErrno is the NFS status a FUSE mount's errno becomes over
+// NFS (RFC 1813 nfsstat3), for the errnos making a link or node gives.
+var nfsStatusOfErrno = map[syscall.Errno]uint32{
+	syscall.EPERM: 1, syscall.EACCES: 13, syscall.EXDEV: 18, syscall.EINVAL: 22, syscall.EROFS: 30,
+	syscall.EOPNOTSUPP: 10004, syscall.ENOSYS: 10004,
+}
+
+// Symbolic links, hard links and special files are made (or refused)
+// by the tree over NFS as over FUSE: in a snapshot and in the inbox,
+// SYMLINK, LINK and MKNOD get the status of the errno the FUSE mount's
+// symlink(2), link(2) and mknod(2) get, and nothing is made.
+func TestNFSLinksAndNodesAsFUSE(t *testing.T) {
+	testenv.RequireFUSE(t)
+	root, tdir := mountCopy(t, fixturePartitioned, mount.Config{})
+	before := latestSnapshot(t, root)
+	snap := fmt.Sprintf("@v%d", before.Version())
+	var file string // a data file of the snapshot, relative to the table
+	for _, f := range liveFiles(t, before) {
+		file = path.Join(snap, f.Key)
+		break
+	}
+	errnoOf := func(err error) syscall.Errno {
+		var e syscall.Errno
+		if !errors.As(err, &e) {
+			t.Fatalf("no errno: %v", err)
+		}
+		return e
+	}
+	v := serveNFS(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: testenv.CopyFixture(t, fixturePartitioned)}}})
+	nfsStatus := func(res io.ReadSeeker, err error) uint32 {
+		var nerr *nfsc.Error
+		if errors.As(err, &nerr) {
+			return nerr.ErrorNum
+		}
+		if err != nil {
+			t.Fatalf("no NFS status: %v", err)
+		}
+		st, err := xdr.ReadUint32(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	for _, dir := range []string{snap + "/letter=a", "inbox"} {
+		fuseErr := map[string]syscall.Errno{
+			"symlink": errnoOf(os.Symlink("x", filepath.Join(tdir, dir, "l"))),
+			"link":    errnoOf(os.Link(filepath.Join(tdir, file), filepath.Join(tdir, dir, "h"))),
+			"mknod":   errnoOf(syscall.Mknod(filepath.Join(tdir, dir, "p"), syscall.S_IFIFO|0o644, 0)),
+		}
+		_, dirFH, err := v.Lookup("t/" + dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, fileFH, err := v.Lookup("t/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hdr := func(proc uint32) rpc.Header {
+			return rpc.Header{Rpcvers: 2, Prog: nfsc.Nfs3Prog, Vers: nfsc.Nfs3Vers, Proc: proc, Cred: rpc.AuthNull, Verf: rpc.AuthNull}
+		}
+		type linkArgs struct {
+			rpc.Header
+			File, Dir []byte
+			Name      string
+		}
+		type symlinkArgs struct {
+			rpc.Header
+			Dir            []byte
+			Name           string
+			SetMode, Mode  uint32
+			SetUID, SetGID uint32
+			SetSize        uint32
+			SetAt, SetMt   uint32
+			Target         string
+		}
+		type mknodArgs struct {
+			rpc.Header
+			Dir             []byte
+			Name            string
+			Type            uint32
+			SetMode, Mode   uint32
+			SetUID, SetGID  uint32
+			SetSize         uint32
+			SetAtime, SetMt uint32
+		}
+		nfsGot := map[string]uint32{
+			"symlink": nfsStatus(v.Call(&symlinkArgs{Header: hdr(10), Dir: dirFH, Name: "l", SetMode: 1, Mode: 0o777, Target: "x"})),
+			"link":    nfsStatus(v.Call(&linkArgs{Header: hdr(15), File: fileFH, Dir: dirFH, Name: "h"})),
+			"mknod":   nfsStatus(v.Call(&mknodArgs{Header: hdr(11), Dir: dirFH, Name: "p", Type: 7, SetMode: 1, Mode: 0o644})),
+		}
+		for op, errno := range fuseErr {
+			want, known := nfsStatusOfErrno[errno]
+			if !known || nfsGot[op] != want {
+				t.Errorf("%s in %s: FUSE %v, NFS status %d (want %d)", op, dir, errno, nfsGot[op], want)
+			}
+		}
+		t.Logf("%s: FUSE %v, NFS %v", dir, fuseErr, nfsGot)
+	}
+	checkUnchanged(t, root, before)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // NFSv3 (RFC 1813): each procedure decodes its arguments, does what the
@@ -46,6 +47,7 @@ const (
 	nfs3BadHandle   = 10001
 	nfs3BadCookie   = 10003
 	nfs3NotSupp     = 10004
+	nfs3BadType     = 10007
 	nfs3TooSmall    = 10005
 	nfs3ServerFault = 10006
 	nfs3Jukebox     = 10008
@@ -147,8 +149,10 @@ func (s *Server) nfs3(c call) *encoder {
 		return s.create(c.xid, a)
 	case procMkdir:
 		return s.mkdir(c.xid, a)
-	case procSymlink, procMknod:
-		return s.refuseInDir(c.xid, a, nfs3NotSupp)
+	case procSymlink:
+		return s.symlink(c.xid, a)
+	case procMknod:
+		return s.mknod(c.xid, a)
 	case procRemove, procRmdir:
 		return s.remove(c.xid, a)
 	case procRename:
@@ -316,6 +320,9 @@ func (s *Server) dirop(a *decoder) (dir, name string, st uint32) {
 
 // maxName is the longest name taken (NAME_MAX).
 const maxName = 255
+
+// maxPath is the longest symbolic link target taken (PATH_MAX).
+const maxPath = 4096
 
 func containsSlash(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -669,13 +676,69 @@ func (s *Server) created(xid uint32, dir, p string, err error) *encoder {
 	return e
 }
 
-// refuseInDir answers a directory operation refused with st (SYMLINK,
-// MKNOD: the tree holds none anyone makes).
-func (s *Server) refuseInDir(xid uint32, a *decoder, st uint32) *encoder {
-	dir, _, _ := s.dirop(a)
-	e := ok(xid, st)
-	s.wcc(e, dir)
-	return e
+// symlink makes a symbolic link through the tree (which refuses: a
+// snapshot with EROFS, the inbox, which takes Parquet files and
+// directories only, with what it answers a FUSE symlink(2)).
+func (s *Server) symlink(xid uint32, a *decoder) *encoder {
+	dir, name, st := s.dirop(a)
+	decodeSattr(a)
+	target := a.string(maxPath)
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st = s.writable(st); st != nfs3OK {
+		return s.wccStatus(xid, st, dir)
+	}
+	p := path.Join(dir, name)
+	return s.created(xid, dir, p, s.fs.Symlink(target, p))
+}
+
+// Types of MKNOD (ftype3).
+const (
+	nfs3Chr  = 4
+	nfs3Blk  = 3
+	nfs3Sock = 6
+	nfs3Fifo = 7
+)
+
+// mknod makes a special file through the tree (which refuses it).
+func (s *Server) mknod(xid uint32, a *decoder) *encoder {
+	dir, name, st := s.dirop(a)
+	mode, rdev := uint32(0), uint32(0)
+	switch t := a.uint32(); t {
+	case nfs3Chr, nfs3Blk:
+		kind := uint32(syscall.S_IFCHR)
+		if t == nfs3Blk {
+			kind = syscall.S_IFBLK
+		}
+		sa := decodeSattr(a)
+		major, minor := a.uint32(), a.uint32()
+		mode, rdev = kind|perm(sa), uint32(unix.Mkdev(major, minor))
+	case nfs3Sock:
+		mode = syscall.S_IFSOCK | perm(decodeSattr(a))
+	case nfs3Fifo:
+		mode = syscall.S_IFIFO | perm(decodeSattr(a))
+	default:
+		if st == nfs3OK {
+			st = nfs3BadType
+		}
+	}
+	if a.err != nil {
+		return garbage(xid)
+	}
+	if st = s.writable(st); st != nfs3OK {
+		return s.wccStatus(xid, st, dir)
+	}
+	p := path.Join(dir, name)
+	return s.created(xid, dir, p, s.fs.Mknod(p, mode, rdev))
+}
+
+// perm is the mode a sattr3 sets, 0644 by default.
+func perm(sa sattr3) uint32 {
+	if sa.mode != nil {
+		return *sa.mode & 0o7777
+	}
+	return 0o644
 }
 
 // exclusives remembers the verifiers of the latest exclusive creates, so
@@ -815,13 +878,22 @@ func (s *Server) rename(xid uint32, a *decoder) *encoder {
 	return e
 }
 
+// link makes a hard link through the tree (which refuses it).
 func (s *Server) link(xid uint32, a *decoder) *encoder {
-	p, _ := s.fh(a)
-	dir, _, _ := s.dirop(a)
+	p, st := s.fh(a)
+	dir, name, st2 := s.dirop(a)
 	if a.err != nil {
 		return garbage(xid)
 	}
-	e := ok(xid, nfs3NotSupp)
+	if st == nfs3OK {
+		st = st2
+	}
+	if st = s.writable(st); st == nfs3OK {
+		if err := s.fs.Link(p, path.Join(dir, name)); err != nil {
+			st = statusOf(err)
+		}
+	}
+	e := ok(xid, st)
 	s.postOp(e, p)
 	s.wcc(e, dir)
 	return e

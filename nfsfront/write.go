@@ -302,8 +302,43 @@ func (f *FS) Remove(name string) error {
 
 // Mkdir makes directory p (its parent must exist).
 func (f *FS) Mkdir(name string, perm os.FileMode) error {
+	return f.make("mkdir", name, func(h fuse.InHeader, base string, out *fuse.EntryOut) fuse.Status {
+		return f.t.raw.Mkdir(f.t.cancel, &fuse.MkdirIn{InHeader: h, Mode: uint32(perm.Perm())}, base, out)
+	})
+}
+
+// Symlink asks the tree to make a symbolic link name to target.
+func (f *FS) Symlink(target, name string) error {
+	return f.make("symlink", name, func(h fuse.InHeader, base string, out *fuse.EntryOut) fuse.Status {
+		return f.t.raw.Symlink(f.t.cancel, &h, target, base, out)
+	})
+}
+
+// Mknod asks the tree to make a special file name.
+func (f *FS) Mknod(name string, mode, rdev uint32) error {
+	return f.make("mknod", name, func(h fuse.InHeader, base string, out *fuse.EntryOut) fuse.Status {
+		return f.t.raw.Mknod(f.t.cancel, &fuse.MknodIn{InHeader: h, Mode: mode, Rdev: rdev}, base, out)
+	})
+}
+
+// Link asks the tree to make name a hard link of existing.
+func (f *FS) Link(existing, name string) error {
+	old, err := f.t.lookup(clean(existing))
+	if err != nil {
+		return err
+	}
+	defer f.t.release(old)
+	return f.make("link", name, func(h fuse.InHeader, base string, out *fuse.EntryOut) fuse.Status {
+		return f.t.raw.Link(f.t.cancel, &fuse.LinkIn{InHeader: h, Oldnodeid: old.id}, base, out)
+	})
+}
+
+// make sends a request that makes name (MKDIR, SYMLINK, MKNOD, LINK) to
+// its directory and remembers the node made; the tree decides (a
+// snapshot refuses with EROFS, the inbox takes directories only).
+func (f *FS) make(op, name string, send func(h fuse.InHeader, base string, out *fuse.EntryOut) fuse.Status) error {
 	if f.writes == nil {
-		return rofs("mkdir", name)
+		return rofs(op, name)
 	}
 	p := clean(name)
 	dir, base := path.Split(p)
@@ -312,10 +347,9 @@ func (f *FS) Mkdir(name string, perm os.FileMode) error {
 		return err
 	}
 	defer f.t.release(parent)
-	in := fuse.MkdirIn{InHeader: f.t.header(parent.id), Mode: uint32(perm.Perm())}
 	var out fuse.EntryOut
-	if st := f.t.raw.Mkdir(f.t.cancel, &in, base, &out); st != fuse.OK {
-		return errno("mkdir", p, st)
+	if st := send(f.t.header(parent.id), base, &out); st != fuse.OK {
+		return errno(op, p, st)
 	}
 	f.t.release(f.t.remember(p, &out, time.Now()))
 	return nil
