@@ -14,7 +14,8 @@
 //	DELTAFS_BENCH_FILES=10000    files of the `ls -l` snapshot
 //	DELTAFS_BENCH_TRIALS=3       trials per cold/first-read figure (median)
 //	DELTAFS_BENCH_OPENS=2000     timed open+read+close rounds per config
-//	DELTAFS_BENCH_ONLY=seq,dv,ls,open,nfs  the benchmarks to run
+//	DELTAFS_BENCH_ONLY=seq,dv,ls,open,nfs,nfsmem  the benchmarks to run
+//	DELTAFS_BENCH_MEM_ENTRIES=100000  entries of the nfsmem listings
 //	DELTAFS_BENCH_DIR            where to generate (default: a temp dir, removed)
 //	DELTAFS_BENCH_CPUPROFILE     write a CPU profile of the run (the FUSE servers run in this process)
 package main
@@ -67,7 +68,7 @@ func loadOptions() options {
 	}
 	only := os.Getenv("DELTAFS_BENCH_ONLY")
 	if only == "" {
-		only = "seq,dv,ls,open,nfs"
+		only = "seq,dv,ls,open,nfs,nfsmem"
 	}
 	for _, b := range strings.Split(only, ",") {
 		o.only[strings.TrimSpace(b)] = true
@@ -130,7 +131,7 @@ func run(o options) error {
 	steps := []struct {
 		name string
 		fn   func(options) ([]section, error)
-	}{{"seq", benchSeq}, {"dv", benchDV}, {"ls", benchLs}, {"open", benchOpen}, {"nfs", benchNFS}}
+	}{{"seq", benchSeq}, {"dv", benchDV}, {"ls", benchLs}, {"open", benchOpen}, {"nfs", benchNFS}, {"nfsmem", benchNFSMem}}
 	for _, s := range steps {
 		if !o.only[s.name] {
 			continue
