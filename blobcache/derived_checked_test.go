@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // checkChecked checks that f serves exactly data (the trailer hidden).
@@ -42,7 +44,7 @@ func TestDerivedCheckedDiscardRebuilds(t *testing.T) {
 	}
 	checkChecked(t, f, data)
 	f.Close()
-	if names := dirNames(t, dir); len(names) != 0 {
+	if names := testenv.DirNames(t, dir); len(names) != 0 {
 		t.Fatalf("discarded file still on disk: %v", names)
 	}
 	g, err := c.DerivedChecked(ctx, "key", writeBuild(data, &builds))

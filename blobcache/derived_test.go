@@ -8,11 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // writeBuild returns a build writing data in small pieces and counting calls.
@@ -42,21 +43,6 @@ func checkFile(t *testing.T, f *DiskFile, data []byte) {
 	if err != nil || !bytes.Equal(onDisk, data) {
 		t.Fatalf("file at Path(): %d bytes, %v; want the built bytes", len(onDisk), err)
 	}
-}
-
-// dirNames lists the file names in dir, sorted.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, de := range des {
-		names = append(names, de.Name())
-	}
-	sort.Strings(names)
-	return names
 }
 
 func TestDerivedWithoutDiskDir(t *testing.T) {
@@ -170,7 +156,7 @@ func TestDerivedEvictionRespectsOpenFiles(t *testing.T) {
 	if big, err := c.Derived(context.Background(), "big", writeBuild(randomBytes(1000, 3), &builds)); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("an oversized build: %v, %v; want ErrDiskFull", big, err)
 	}
-	if names := dirNames(t, dir); len(names) != 1 || !exists(d) {
+	if names := testenv.DirNames(t, dir); len(names) != 1 || !exists(d) {
 		t.Fatalf("after the refused build: %v, want d's file alone (c's was evicted to make room)", names)
 	}
 	if s := c.Stats(); s.DiskBytes > 250 {
@@ -188,7 +174,7 @@ func TestDerivedFailingBuildLeavesNothing(t *testing.T) {
 	if _, err := c.Derived(context.Background(), "k", failing); !errors.Is(err, errInjected) {
 		t.Fatalf("Derived with a failing build = %v, want the build's error", err)
 	}
-	if names := dirNames(t, dir); len(names) != 0 {
+	if names := testenv.DirNames(t, dir); len(names) != 0 {
 		t.Fatalf("a failed build left %v", names)
 	}
 	var builds atomic.Int64
@@ -254,7 +240,7 @@ func TestNewCleansTempLeftovers(t *testing.T) {
 		}
 	}
 	c := newCache(t, Options{DiskDir: dir})
-	if got, want := dirNames(t, dir), []string{kept, "notes.txt"}; !slices.Equal(got, want) {
+	if got, want := testenv.DirNames(t, dir), []string{kept, "notes.txt"}; !slices.Equal(got, want) {
 		t.Fatalf("files after New: %v, want %v", got, want)
 	}
 	if s := c.Stats(); s.DiskBytes != int64(len("complete")) {
@@ -276,7 +262,7 @@ func TestNewEvictsDownToLimit(t *testing.T) {
 		}
 	}
 	newCache(t, Options{DiskDir: dir, DiskBytes: 150})
-	if got := dirNames(t, dir); !slices.Equal(got, []string{young}) {
+	if got := testenv.DirNames(t, dir); !slices.Equal(got, []string{young}) {
 		t.Fatalf("files after New with a smaller budget: %v, want only the most recent", got)
 	}
 }

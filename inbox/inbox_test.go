@@ -114,19 +114,6 @@ func mountInbox(t *testing.T, w *fakeWriter) (string, string) {
 	return filepath.Join(testenv.MountFUSE(t, nodes.NewRoot([]*nodes.TableDir{d})), "t", nodes.InboxName), staging
 }
 
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
 func statusEvents(t *testing.T, inbox string) []StatusEvent {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(inbox, StatusName))
@@ -148,7 +135,7 @@ func statusEvents(t *testing.T, inbox string) []StatusEvent {
 func TestInboxCommitAndRefuse(t *testing.T) {
 	w := &fakeWriter{next: 1}
 	inbox, staging := mountInbox(t, w)
-	if got := names(t, filepath.Dir(inbox)); !slices.Contains(got, nodes.InboxName) {
+	if got := testenv.DirNames(t, filepath.Dir(inbox)); !slices.Contains(got, nodes.InboxName) {
 		t.Fatalf("table dir lists %v, no inbox", got)
 	}
 	if err := os.WriteFile(filepath.Join(inbox, "good.parquet"), parquetish, 0o644); err != nil {
@@ -165,10 +152,10 @@ func TestInboxCommitAndRefuse(t *testing.T) {
 	if !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("close of a non-Parquet file: %v, want EINVAL", err)
 	}
-	if got := names(t, inbox); !slices.Equal(got, []string{StatusName}) {
+	if got := testenv.DirNames(t, inbox); !slices.Equal(got, []string{StatusName}) {
 		t.Errorf("inbox lists %v after the outcomes, want only %s", got, StatusName)
 	}
-	if left := names(t, staging); len(left) != 0 {
+	if left := testenv.DirNames(t, staging); len(left) != 0 {
 		t.Errorf("staging keeps %v", left)
 	}
 	ev := statusEvents(t, inbox)
@@ -328,7 +315,7 @@ func TestInboxRenameAndUnlink(t *testing.T) {
 	if err := os.Rename(tmp, filepath.Join(inbox, "x.parquet")); err != nil {
 		t.Fatalf("rename: %v", err)
 	}
-	if got := names(t, inbox); !slices.Equal(got, []string{StatusName, "x.parquet"}) {
+	if got := testenv.DirNames(t, inbox); !slices.Equal(got, []string{StatusName, "x.parquet"}) {
 		t.Errorf("inbox lists %v after the rename", got)
 	}
 	f, err := os.OpenFile(filepath.Join(inbox, "x.parquet"), os.O_WRONLY|os.O_APPEND, 0)
@@ -351,7 +338,7 @@ func TestInboxRenameAndUnlink(t *testing.T) {
 	if err := os.Remove(filepath.Join(inbox, StatusName)); !errors.Is(err, syscall.EPERM) {
 		t.Errorf("unlink of the status file: %v, want EPERM", err)
 	}
-	if left := names(t, staging); len(left) != 0 {
+	if left := testenv.DirNames(t, staging); len(left) != 0 {
 		t.Errorf("staging keeps %v", left)
 	}
 }
@@ -438,7 +425,7 @@ func TestInboxNotWritable(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o555 {
 		t.Errorf("inbox of an unwritable table: %v, %v; want mode 0555", st, err)
 	}
-	if got := names(t, inbox); !slices.Equal(got, []string{nodes.ReasonName, StatusName}) {
+	if got := testenv.DirNames(t, inbox); !slices.Equal(got, []string{nodes.ReasonName, StatusName}) {
 		t.Errorf("inbox lists %v", got)
 	}
 	reason, err := os.ReadFile(filepath.Join(inbox, nodes.ReasonName))

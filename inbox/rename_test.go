@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -117,7 +118,7 @@ func TestInboxBatchBusy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(inbox, "b")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stat of the committed batch: %v, want ENOENT", err)
 	}
-	if names := names(t, inbox); len(names) != 1 || names[0] != StatusName {
+	if names := testenv.DirNames(t, inbox); len(names) != 1 || names[0] != StatusName {
 		t.Errorf("inbox lists %v after the batch", names)
 	}
 }

@@ -56,20 +56,6 @@ func mountDirs(t *testing.T, ds ...*TableDir) string {
 	return testenv.MountFUSE(t, NewRoot(ds))
 }
 
-// names are the entries of dir, sorted.
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
 // A table directory lists every version, @latest and _history.jsonl;
 // @latest points at the newest version; each @vN carries its commit
 // time and keeps its inode; names that are no version are ENOENT.
@@ -85,7 +71,7 @@ func TestTableDirLists(t *testing.T) {
 	}
 	want = append(want, "@latest", HistoryName)
 	slices.Sort(want)
-	if got := names(t, dir); !slices.Equal(got, want) {
+	if got := testenv.DirNames(t, dir); !slices.Equal(got, want) {
 		t.Fatalf("ls %s = %v, want %v", dir, got, want)
 	}
 	if target, err := os.Readlink(filepath.Join(dir, "@latest")); err != nil || target != fmt.Sprintf("@v%d", latest.Version()) {

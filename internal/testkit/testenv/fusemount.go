@@ -27,3 +27,18 @@ func MountFUSE(t testing.TB, root fs.InodeEmbedder) string {
 	})
 	return mnt
 }
+
+// DirNames returns the names in dir, sorted; the test fails when dir
+// cannot be read.
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
