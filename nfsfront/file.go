@@ -120,15 +120,22 @@ func (o *opens) put(f *openFile) {
 
 // reap releases the files idle for openIdle, until closeAll.
 func (o *opens) reap() {
-	defer close(o.done)
-	tick := time.NewTicker(openIdle / 4)
+	every(openIdle/4, o.stop, o.done, func(now time.Time) {
+		o.release(func(f *openFile) bool { return now.Sub(f.lastUsed) >= openIdle })
+	})
+}
+
+// every calls fn each period until stop is closed, then closes done.
+func every(period time.Duration, stop <-chan struct{}, done chan<- struct{}, fn func(now time.Time)) {
+	defer close(done)
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
-		case <-o.stop:
+		case <-stop:
 			return
 		case now := <-tick.C:
-			o.release(func(f *openFile) bool { return now.Sub(f.lastUsed) >= openIdle })
+			fn(now)
 		}
 	}
 }

@@ -135,17 +135,9 @@ func (d *dirStreams) put(s *dirStream, cookie uint64) {
 
 // reap closes the streams idle for dirIdle, until closeAll.
 func (d *dirStreams) reap() {
-	defer close(d.done)
-	tick := time.NewTicker(dirIdle / 4)
-	defer tick.Stop()
-	for {
-		select {
-		case <-d.stop:
-			return
-		case now := <-tick.C:
-			d.release(func(s *dirStream) bool { return now.Sub(s.used) >= dirIdle })
-		}
-	}
+	every(dirIdle/4, d.stop, d.done, func(now time.Time) {
+		d.release(func(s *dirStream) bool { return now.Sub(s.used) >= dirIdle })
+	})
 }
 
 // release closes the kept streams that idle says may go.
