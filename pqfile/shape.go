@@ -403,8 +403,8 @@ const tailGuess = 64 << 10
 var tailBufs = sync.Pool{New: func() any { b := make([]byte, tailGuess); return &b }}
 
 // ShapeNeeded reports whether the Parquet file src (size bytes) must be reshaped to be served in
-// shape. It reads only the file's end: usually one read of up to 64 KiB, and a second one for a
-// larger footer. With a memo (and shape.Key set), a schema decided before, byte for byte, is
+// shape. It reads only the file's end: usually one read of up to 64 KiB, and for a larger
+// footer a second one of its schema (see readSchemaBytes). With a memo (and shape.Key set), a schema decided before, byte for byte, is
 // decided again without being decoded.
 func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape, memo *ShapeMemo) (bool, error) {
 	if size < int64(len(magic))+trailerLen {
@@ -427,14 +427,7 @@ func ShapeNeeded(src io.ReaderAt, size int64, shape *Shape, memo *ShapeMemo) (bo
 	if n > maxFooterLen || size-trailerLen-n < int64(len(magic)) {
 		return false, fmt.Errorf("%w: footer length %d does not fit a file of %d bytes", ErrCorrupt, n, size)
 	}
-	buf := tail[max(0, int64(len(tail))-trailerLen-n) : len(tail)-trailerLen]
-	if int64(len(buf)) < n {
-		buf = make([]byte, n)
-		if err := readFull(src, buf, size-trailerLen-n); err != nil {
-			return false, fmt.Errorf("read parquet footer: %w", err)
-		}
-	}
-	raw, err := schemaBytes(buf)
+	raw, err := readSchemaBytes(src, size, tail, n)
 	if err != nil {
 		return false, err
 	}
@@ -495,6 +488,31 @@ func schemaBytes(buf []byte) ([]byte, error) {
 		}
 		off, prev = end, f.id
 	}
+}
+
+// readSchemaBytes returns the encoded schema of the footer of n bytes that ends the file (size
+// bytes) whose last bytes are tail. A footer larger than tail is read from its start, where
+// the schema is, only as far as the schema goes: up to tailGuess bytes, and the rest only for
+// a schema that does not fit them. A footer of a file with thousands of row groups is
+// megabytes of column chunk metadata after a schema of a few kilobytes, so a listing reads a
+// few kilobytes a file, not its whole footer.
+func readSchemaBytes(src io.ReaderAt, size int64, tail []byte, n int64) ([]byte, error) {
+	if buf := tail[max(0, int64(len(tail))-trailerLen-n) : len(tail)-trailerLen]; int64(len(buf)) == n {
+		return schemaBytes(buf)
+	}
+	start := size - trailerLen - n
+	head := tail[:min(n, int64(len(tail)))] // tail's buffer is free again: the trailer was read
+	if err := readFull(src, head, start); err != nil {
+		return nil, fmt.Errorf("read parquet footer: %w", err)
+	}
+	if raw, err := schemaBytes(head); err == nil || int64(len(head)) == n {
+		return raw, err
+	}
+	buf := make([]byte, n) // a schema longer than the head, or a footer the head cut
+	if err := readFull(src, buf, start); err != nil {
+		return nil, fmt.Errorf("read parquet footer: %w", err)
+	}
+	return schemaBytes(buf)
 }
 
 // ShapeMemo remembers ShapeNeeded's verdicts by shape key and encoded schema: the files one

@@ -2,8 +2,10 @@ package pqfile
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -378,5 +380,85 @@ func TestSchemaBytes(t *testing.T) {
 	}
 	if _, err := schemaBytes([]byte{0x15, 0x02, 0x00}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("footer without a schema: %v, want ErrCorrupt", err)
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r     io.ReaderAt
+	bytes int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.bytes += int64(len(p))
+	return c.r.ReadAt(p, off)
+}
+
+// wideFile is a file of one row whose schema alone is larger than tailGuess.
+func wideFile(t *testing.T, columns int) []byte {
+	t.Helper()
+	g := parquet.Group{}
+	row := map[string]any{}
+	for i := range columns {
+		name := fmt.Sprintf("a_rather_long_column_name_to_grow_the_schema_%05d", i)
+		g[name] = parquet.Optional(parquet.Leaf(parquet.Int64Type))
+		row[name] = int64(i)
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[map[string]any](&buf, parquet.NewSchema("wide", g))
+	if _, err := w.Write([]map[string]any{row}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// A footer larger than the tail read is read only as far as its schema: a file of 2,000 row
+// groups (a footer of hundreds of KiB) costs two reads of 64 KiB, with the verdict a whole
+// footer gives; a schema longer than 64 KiB is still read whole.
+func TestShapeNeededReadsTheSchemaOnly(t *testing.T) {
+	many := narrowFile(t, 20_000, 10)
+	f, err := readFooter(bytes.NewReader(many), int64(len(many)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.meta.RowGroups) != 2000 {
+		t.Fatalf("%d row groups", len(f.meta.RowGroups))
+	}
+	footerLen := int64(binary.LittleEndian.Uint32(many[len(many)-8:]))
+	if footerLen <= 2*tailGuess {
+		t.Fatalf("footer of %d bytes: too small for this test", footerLen)
+	}
+	table := tableShape()
+	for _, c := range []struct {
+		shape *Shape
+		want  bool
+	}{{table, true}, {&Shape{Columns: []ShapeColumn{
+		{Schema: []format.SchemaElement{{Name: "id", Type: thrift.New(format.Int64), RepetitionType: thrift.New(format.Required)}}},
+		{Schema: []format.SchemaElement{optLeaf("name", format.ByteArray, &format.StringType{})}},
+		{Schema: []format.SchemaElement{{Name: "small", Type: thrift.New(format.Int32), RepetitionType: thrift.New(format.Required),
+			LogicalType: format.LogicalType{Value: &format.IntType{BitWidth: 8, IsSigned: true}}, ConvertedType: thrift.New(deprecated.Int8)}}},
+		{Schema: []format.SchemaElement{{Name: "gone", Type: thrift.New(format.Int64), RepetitionType: thrift.New(format.Required)}}},
+	}}, false}} {
+		r := &countingReader{r: bytes.NewReader(many)}
+		rw, err := ShapeNeeded(r, int64(len(many)), c.shape, nil)
+		if err != nil || rw != c.want {
+			t.Errorf("reshape %v, %v; want %v", rw, err, c.want)
+		}
+		if r.bytes > 2*tailGuess {
+			t.Errorf("read %d bytes of a footer of %d for its schema", r.bytes, footerLen)
+		}
+	}
+
+	wide := wideFile(t, 2000)
+	raw, err := schemaBytes(wide[len(wide)-8-int(binary.LittleEndian.Uint32(wide[len(wide)-8:])) : len(wide)-8])
+	if err != nil || len(raw) <= tailGuess {
+		t.Fatalf("schema of %d bytes (%v): want more than %d", len(raw), err, tailGuess)
+	}
+	r := &countingReader{r: bytes.NewReader(wide)}
+	if rw, err := ShapeNeeded(r, int64(len(wide)), table, nil); err != nil || !rw {
+		t.Errorf("wide file: reshape %v, %v; want true", rw, err)
 	}
 }
