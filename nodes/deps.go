@@ -40,7 +40,7 @@ type Table interface {
 	Version(ctx context.Context, version int64) (delta.VersionInfo, error)
 	// VersionsIn is Version for each version of from..to (errs[i] is the
 	// answer's error for from+i), reading what it needs in parallel; only
-	// a Cancelled ctx fails it whole.
+	// a cancelled ctx fails it whole.
 	VersionsIn(ctx context.Context, from, to int64) (infos []delta.VersionInfo, errs []error, err error)
 	// VersionAt returns the version as of a time (delta's rule).
 	VersionAt(ctx context.Context, ts time.Time) (int64, error)

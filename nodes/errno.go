@@ -15,7 +15,7 @@ import (
 // This file is the one place where Go errors become errno values. The
 // rules:
 //
-//   - a Cancelled request (the caller was interrupted) is EINTR;
+//   - a cancelled request (the caller was interrupted) is EINTR;
 //   - a version, timestamp or name that does not exist is ENOENT;
 //   - a table needing a protocol feature this engine lacks is EOPNOTSUPP;
 //   - anything else in the log (corrupt, unreachable) is EIO;

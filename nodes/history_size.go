@@ -19,7 +19,7 @@ import (
 type historySize struct {
 	// sem lets one computation run at a time (a burst of stats after a
 	// commit counts once); waiters can leave when their request is
-	// Cancelled, so no lock is held across reads of the log.
+	// cancelled, so no lock is held across reads of the log.
 	sem chan struct{}
 
 	mu    sync.Mutex
