@@ -42,6 +42,14 @@ func serveNFS(t *testing.T, cfg mount.Config) *nfsc.Target {
 // (and closes the client) before the test ends.
 func serveNFSStoppable(t *testing.T, cfg mount.Config) (*nfsc.Target, func()) {
 	t.Helper()
+	v, _, stop := serveNFSServer(t, cfg)
+	return v, stop
+}
+
+// serveNFSServer is serveNFSStoppable with the server (its metrics,
+// status).
+func serveNFSServer(t *testing.T, cfg mount.Config) (*nfsc.Target, *mount.Server, func()) {
+	t.Helper()
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = t.TempDir()
 	}
@@ -77,7 +85,7 @@ func serveNFSStoppable(t *testing.T, cfg mount.Config) (*nfsc.Target, func()) {
 		})
 	}
 	t.Cleanup(stop)
-	return v, stop
+	return v, srv, stop
 }
 
 // journalFlushWait is longer than nfsfront's journal flush period.
@@ -428,5 +436,33 @@ func nfsDirPage(t *testing.T, v *nfsc.Target, fh []byte, cookie, verf uint64) nf
 			return pg
 		}
 		pg.names, pg.cookies = append(pg.names, e.Entry.FileName), append(pg.cookies, e.Entry.Cookie)
+	}
+}
+
+// The NFS server's metrics count calls by procedure and status, and its
+// connections, beside the FUSE requests the calls become.
+func TestNFSMetrics(t *testing.T) {
+	v, srv, _ := serveNFSServer(t, mount.Config{Sources: []mount.Source{{Name: "t", URL: testenv.Fixture(t, fixturePartitioned)}}, ReadOnly: true})
+	before := metricValue(t, srv, `deltafs_nfs_request_duration_seconds_count\{proc="lookup"\}`)
+	if _, _, err := v.Lookup("t/no-such-version"); err == nil {
+		t.Fatal("lookup of a missing name: no error")
+	}
+	if _, err := v.ReadDirPlus("t"); err != nil {
+		t.Fatal(err)
+	}
+	if got := metricValue(t, srv, `deltafs_nfs_request_duration_seconds_count\{proc="lookup"\}`); got <= before {
+		t.Errorf("lookups counted %d, %d before", got, before)
+	}
+	if got := metricValue(t, srv, `deltafs_nfs_errors_total\{proc="lookup",status="NFS3ERR_NOENT"\}`); got < 1 {
+		t.Errorf("NFS3ERR_NOENT lookups counted %d, want at least 1", got)
+	}
+	if got := metricValue(t, srv, `deltafs_nfs_request_duration_seconds_count\{proc="readdirplus"\}`); got < 1 {
+		t.Errorf("READDIRPLUS calls counted %d", got)
+	}
+	if got := metricValue(t, srv, `deltafs_nfs_connections`); got != 1 {
+		t.Errorf("%d connections, want 1", got)
+	}
+	if got := metricValue(t, srv, `deltafs_fuse_request_duration_seconds_count\{op="readdirplus"\}`); got < 1 {
+		t.Errorf("the calls' FUSE requests: %d READDIRPLUS counted", got)
 	}
 }

@@ -60,7 +60,8 @@ func ServeNFS(ctx context.Context, cfg Config, l net.Listener) (*Server, error) 
 	opts := s.fuseOptions()
 	raw := &timedFS{RawFileSystem: withUmask(fs.NewNodeFS(root, opts), s.cfg.Umask), m: s.stats}
 	srv := nfsfront.Serve(l, raw, nfsfront.Options{UID: s.cfg.UID, GID: s.cfg.GID, Umask: s.cfg.Umask, Logger: s.cfg.Logger,
-		Writable: !s.cfg.ReadOnly, Settle: s.cfg.NFSSettle, HandleJournal: filepath.Join(s.cfg.CacheDir, nfsHandleJournal)})
+		Writable: !s.cfg.ReadOnly, Settle: s.cfg.NFSSettle, HandleJournal: filepath.Join(s.cfg.CacheDir, nfsHandleJournal),
+		Observer: s.stats.nfs()})
 	s.front = nfsFront{srv}
 	s.startRefresh()
 	return s, nil

@@ -10,6 +10,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // ONC RPC over TCP (RFC 5531): records made of fragments, each with a
@@ -154,7 +155,17 @@ func (c *conn) serve() {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c.reply(c.handle(cl))
+			start := time.Now()
+			out := c.handle(cl)
+			obs := c.s.obs
+			status := ""
+			if obs != nil {
+				status = replyStatus(cl, out.b) // before reply, which may recycle out's buffer
+			}
+			c.reply(out)
+			if obs != nil {
+				obs.Request(procName(cl), status, time.Since(start))
+			}
 		}()
 	}
 }

@@ -34,6 +34,8 @@ type Options struct {
 	// last WRITE (or COMMIT) before it is closed (and, under a final name
 	// in an inbox, committed). Default DefaultSettle.
 	Settle time.Duration
+	// Observer, when set, is told of every request and connection.
+	Observer Observer
 }
 
 // DefaultSettle is Options.Settle's default: longer than the gap between
@@ -48,6 +50,7 @@ type Server struct {
 	handles   *handles
 	exclusive exclusives // verifiers of exclusive creates
 	log       *slog.Logger
+	obs       Observer // nil: none
 	verf      [8]byte // the write verifier: new at each start, so clients resend what was not committed
 
 	mu    sync.Mutex
@@ -64,7 +67,7 @@ func Serve(l net.Listener, raw fuse.RawFileSystem, opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{l: l, fs: newFS(raw, opts), handles: newHandles(opts.HandleJournal, log), log: log,
+	s := &Server{l: l, fs: newFS(raw, opts), handles: newHandles(opts.HandleJournal, log), log: log, obs: opts.Observer,
 		conns: map[*conn]struct{}{}, done: make(chan struct{})}
 	rand.Read(s.verf[:])
 	go s.accept()
@@ -84,6 +87,7 @@ func (s *Server) accept() {
 		cn := &conn{s: s, c: c, log: s.log}
 		s.mu.Lock()
 		s.conns[cn] = struct{}{}
+		s.connectionsLocked()
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -91,8 +95,16 @@ func (s *Server) accept() {
 			cn.serve()
 			s.mu.Lock()
 			delete(s.conns, cn)
+			s.connectionsLocked()
 			s.mu.Unlock()
 		}()
+	}
+}
+
+// connectionsLocked tells the Observer how many connections are open.
+func (s *Server) connectionsLocked() {
+	if s.obs != nil {
+		s.obs.Connections(len(s.conns))
 	}
 }
 
