@@ -51,7 +51,7 @@ type Server struct {
 	exclusive exclusives // verifiers of exclusive creates
 	log       *slog.Logger
 	obs       Observer // nil: none
-	verf      [8]byte // the write verifier: new at each start, so clients resend what was not committed
+	verf      [8]byte  // the write verifier: new at each start, so clients resend what was not committed
 
 	mu    sync.Mutex
 	conns map[*conn]struct{} // guarded by mu
