@@ -117,16 +117,21 @@ func (t *blockTable) claim(id objectID, first, last int64, got [][]byte) (runs [
 	return runs, waits
 }
 
-// complete publishes a fetched block: it enters the LRU (evicting the
-// least recently used blocks beyond the limit) and its waiters wake up.
+// complete publishes a fetched block: it enters the LRU (the least
+// recently used blocks evicted first to make room, so that the bytes held,
+// which Stats reads without the lock, never pass the limit) and its
+// waiters wake up.
 func (t *blockTable) complete(k blockKey, cl *call, data []byte) {
 	t.mu.Lock()
 	delete(t.inflight, k)
 	if !t.lru.Contains(k) {
+		for t.bytes+int64(len(data)) > t.limit && t.lru.Len() > 0 {
+			t.lru.RemoveOldest()
+		}
 		t.lru.Add(k, data)
 		t.bytes += int64(len(data))
 		t.stats.memoryBytes.Add(int64(len(data)))
-		for t.bytes > t.limit {
+		for t.bytes > t.limit { // a block larger than the whole limit
 			t.lru.RemoveOldest()
 		}
 	}
