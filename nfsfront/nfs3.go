@@ -275,6 +275,14 @@ func (s *Server) writable(st uint32) uint32 {
 	return st
 }
 
+// noAttr is a reply of status st whose post_op_attr is absent (a
+// failure before the object could be stat'ed).
+func noAttr(xid, st uint32) *encoder {
+	e := ok(xid, st)
+	e.bool(false)
+	return e
+}
+
 // wccStatus answers a change with its status and the wcc_data of p.
 func (s *Server) wccStatus(xid, st uint32, p string) *encoder {
 	e := ok(xid, st)
@@ -342,9 +350,7 @@ func (s *Server) lookup(xid uint32, a *decoder) *encoder {
 		st = nfs3OK
 	}
 	if st != nfs3OK {
-		e := ok(xid, st)
-		e.bool(false)
-		return e
+		return noAttr(xid, st)
 	}
 	p := clean(path.Join(dir, name))
 	attr, err := s.attr(p)
@@ -378,15 +384,11 @@ func (s *Server) access(xid uint32, a *decoder) *encoder {
 		return garbage(xid)
 	}
 	if st != nfs3OK {
-		e := ok(xid, st)
-		e.bool(false)
-		return e
+		return noAttr(xid, st)
 	}
 	attr, err := s.attr(p)
 	if err != nil {
-		e := ok(xid, statusOf(err))
-		e.bool(false)
-		return e
+		return noAttr(xid, statusOf(err))
 	}
 	// The tree's modes say what it allows (the kernel checks them on a
 	// FUSE mount: default_permissions); the owner's bits are the ones
@@ -415,9 +417,7 @@ func (s *Server) readlink(xid uint32, a *decoder) *encoder {
 		return garbage(xid)
 	}
 	if st != nfs3OK {
-		e := ok(xid, st)
-		e.bool(false)
-		return e
+		return noAttr(xid, st)
 	}
 	target, err := s.fs.Readlink(p)
 	if err != nil {
@@ -442,9 +442,7 @@ func (s *Server) read(xid uint32, a *decoder) *encoder {
 		st = nfs3Inval
 	}
 	if st != nfs3OK {
-		e := ok(xid, st)
-		e.bool(false)
-		return e
+		return noAttr(xid, st)
 	}
 	attr, err := s.attr(p)
 	if err == nil && attr.Mode&syscall.S_IFMT != syscall.S_IFREG {
@@ -907,9 +905,7 @@ func (s *Server) attrProc(xid uint32, a *decoder, fields func(e *encoder)) *enco
 		return garbage(xid)
 	}
 	if st != nfs3OK {
-		e := ok(xid, st)
-		e.bool(false)
-		return e
+		return noAttr(xid, st)
 	}
 	e := ok(xid, nfs3OK)
 	s.postOp(e, p)

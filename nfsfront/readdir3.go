@@ -27,15 +27,11 @@ func (s *Server) readdir(xid uint32, a *decoder, plus bool) *encoder {
 		return garbage(xid)
 	}
 	if st != nfs3OK {
-		e := ok(xid, st)
-		e.bool(false)
-		return e
+		return noAttr(xid, st)
 	}
 	dirAttr, err := s.attr(p)
 	if err != nil {
-		e := ok(xid, statusOf(err))
-		e.bool(false)
-		return e
+		return noAttr(xid, statusOf(err))
 	}
 	v := verifierOf(dirAttr)
 	if cookie != 0 && verf != 0 && verf != v {
@@ -47,14 +43,15 @@ func (s *Server) readdir(xid uint32, a *decoder, plus bool) *encoder {
 	e.uint64(v)
 	pg := dirPage{s: s, e: e, plus: plus, dircount: int(dircount),
 		limit: len(e.b) + int(min(maxcount, 1<<20)) - 8} // the end: no more entries, eof
-	if eof, st := pg.fill(p, cookie); st != nfs3OK {
+	eof, st := pg.fill(p, cookie)
+	switch {
+	case st != nfs3OK:
 		return dirFailure(xid, st, dirAttr)
-	} else if pg.n == 0 && !eof {
+	case pg.n == 0 && !eof:
 		return dirFailure(xid, nfs3TooSmall, dirAttr)
-	} else {
-		e.bool(false)
-		e.bool(eof)
 	}
+	e.bool(false) // no more entries
+	e.bool(eof)
 	return e
 }
 
