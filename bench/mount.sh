@@ -10,4 +10,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p bin
 go build -o bin/mountbench ./bench/mountbench
+go build -o bin/deltafs ./cmd/deltafs
+export DELTAFS_BENCH_DELTAFS=${DELTAFS_BENCH_DELTAFS:-$PWD/bin/deltafs}
 exec bin/mountbench

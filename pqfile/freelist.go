@@ -97,6 +97,7 @@ func (l *bufList) get(n int) *[]byte {
 	}
 	l.mu.Unlock()
 	b := make([]byte, 0, n)
+	adviseHuge(b)
 	return &b
 }
 

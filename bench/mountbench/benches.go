@@ -133,7 +133,9 @@ func dvSection(o options, t *dvTable, cached bool) (section, error) {
 	}
 	var got, stats [3][]time.Duration
 	var later [3][]time.Duration // v1, v2 on a later mount (index v)
+	var fresh, freshStats [3][]time.Duration
 	var nat []time.Duration
+	bin := deltafsBinary()
 	for range o.trials {
 		backing := filepath.Join(t.root, t.name)
 		if cached {
@@ -156,6 +158,13 @@ func dvSection(o options, t *dvTable, cached bool) (section, error) {
 			}
 			got[v], stats[v] = append(got[v], d[0]+d[1]), append(stats[v], d[0])
 		}
+		for v := int64(0); bin != "" && v < 3; v++ {
+			d, err := dvFreshRead(bin, t, o.work, v, cached)
+			if err != nil {
+				return section{}, fmt.Errorf("v%d through a fresh mount process: %w", v, err)
+			}
+			fresh[v], freshStats[v] = append(fresh[v], d[0]+d[1]), append(freshStats[v], d[0])
+		}
 		for v := int64(1); v < 3; v++ {
 			d, err := dvLaterMountRead(t, o.work, v, cached)
 			if err != nil {
@@ -174,6 +183,15 @@ func dvSection(o options, t *dvTable, cached bool) (section, error) {
 		m := median(got[v])
 		value := fmt.Sprintf("%s (stat %s)", round(m), round(median(stats[v])))
 		s.Rows = append(s.Rows, row{Figure: names[v], Config: string(deltaPT), Value: value, Ratio: m.Seconds() / base.Seconds(), Target: targets[v]})
+	}
+	if bin != "" {
+		fb := median(fresh[0])
+		for v := range 3 {
+			m := median(fresh[v])
+			value := fmt.Sprintf("%s (stat %s)", round(m), round(median(freshStats[v])))
+			s.Rows = append(s.Rows, row{Figure: names[v] + ", a fresh mount process", Config: string(deltaPT), Value: value,
+				Ratio: m.Seconds() / fb.Seconds(), Target: targets[v], Note: "ratio to the plain file's, fresh"})
+		}
 	}
 	for v := 1; v < 3; v++ {
 		m := median(later[v])

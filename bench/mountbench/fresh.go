@@ -1,0 +1,105 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// The in-process figures of dvSection share one process across mounts: its
+// heap, grown by the earlier trials, hands the rewrite memory that is
+// already faulted in. A user's first read after starting a mount (or after
+// the runtime gave idle memory back) pays for new memory too. dvFreshRead
+// times that read through a mount run by the deltafs binary, a process of
+// its own for each read.
+
+// deltafsBinary returns the deltafs binary the fresh-process figures mount
+// with (DELTAFS_BENCH_DELTAFS; bench/mount.sh builds bin/deltafs), or "".
+func deltafsBinary() string {
+	p := os.Getenv("DELTAFS_BENCH_DELTAFS")
+	if p == "" {
+		return ""
+	}
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// dvFreshRead mounts t with bin in a new process and an empty cache dir,
+// lists @vN (loading the snapshot, as a reader's glob would), drops caches
+// or reads the backing file as cached says, and times stat + read of the
+// file, checking its rows.
+func dvFreshRead(bin string, t *dvTable, work string, v int64, cached bool) (statRead [2]time.Duration, err error) {
+	dir, err := os.MkdirTemp(work, "fresh-")
+	if err != nil {
+		return statRead, err
+	}
+	defer os.RemoveAll(dir)
+	mnt, cacheDir := filepath.Join(dir, "mnt"), filepath.Join(dir, "cache")
+	for _, d := range []string{mnt, cacheDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return statRead, err
+		}
+	}
+	cmd := exec.Command(bin, "mount", "--cache-dir", cacheDir, t.root, mnt)
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return statRead, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if uerr := exec.Command("fusermount3", "-u", mnt).Run(); uerr != nil && err == nil {
+			err = fmt.Errorf("unmount %s: %w", mnt, uerr)
+		}
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+		}
+	}()
+	table := filepath.Join(mnt, filepath.Base(t.root))
+	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(table); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return statRead, fmt.Errorf("%s mount exited: %v", bin, err)
+		default:
+		}
+		if time.Since(start) > 30*time.Second {
+			return statRead, fmt.Errorf("%s mount: %s not there after 30 s", bin, table)
+		}
+	}
+	snap := filepath.Join(table, fmt.Sprintf("@v%d", v))
+	if _, err := os.ReadDir(snap); err != nil {
+		return statRead, err
+	}
+	backing := filepath.Join(t.root, t.name)
+	if cached {
+		_, err = readFile(backing, t.size)
+	} else {
+		dropCaches(backing)
+	}
+	p := filepath.Join(snap, t.name)
+	if err == nil {
+		start := time.Now()
+		_, err = os.Stat(p)
+		statRead[0] = time.Since(start)
+	}
+	if err == nil {
+		statRead[1], err = readFile(p, -1)
+	}
+	if err == nil {
+		err = checkRows(p, t.rows-t.deleted[v])
+	}
+	return statRead, err
+}
