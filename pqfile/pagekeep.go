@@ -3,6 +3,7 @@ package pqfile
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/parquet-go/parquet-go/encoding/delta"
 	"github.com/parquet-go/parquet-go/format"
@@ -13,6 +14,9 @@ import (
 // the page's bit width, or DELTA_LENGTH_BYTE_ARRAY (parquet-go's default for byte arrays). Other
 // encodings go to parquet-go.
 func (f *columnFilter) keepValues(off int64, dst []byte, pd *pageData, runs []run, nonNull int) ([]byte, error) {
+	// The kept values take about as many bytes as the page's values at most: room for them at
+	// once, not the doublings of append (each new memory, faulted in page by page the first time).
+	dst = slices.Grow(dst, len(pd.values)+64)
 	switch pd.enc {
 	case format.Plain:
 		switch f.leaf.typ {
