@@ -2,9 +2,14 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/delta"
 )
 
 // A second mount with the first one's journal stats every file without
@@ -119,5 +124,46 @@ func TestVerdictJournalSkipsBadRecords(t *testing.T) {
 	}
 	if st, err := os.Stat(path); err != nil || st.Size() != 2*verdictRecord {
 		t.Errorf("compacted journal: %v, %v; want 2 records", st.Size(), err)
+	}
+}
+
+// TestStableVerdictKeyIsTheJournalsKey pins the journal's key to the bytes earlier releases
+// hashed (each part after its length, the DV's id last, the first 16 bytes of SHA-256), so that a
+// journal written before still finds its verdicts.
+func TestStableVerdictKeyIsTheJournalsKey(t *testing.T) {
+	ref := func(store, key string, a *delta.Add, sum, mapping string) stableVerdict {
+		h := sha256.New()
+		var n [16]byte
+		binary.LittleEndian.PutUint64(n[:8], uint64(a.Size))
+		binary.LittleEndian.PutUint64(n[8:], uint64(a.ModificationTime))
+		for _, part := range [][]byte{[]byte("deltafs-verdict/v1"), []byte(store), []byte(key), n[:], []byte(sum), []byte(mapping)} {
+			h.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(part))))
+			h.Write(part)
+		}
+		if a.DeletionVector != nil {
+			h.Write([]byte(a.DeletionVector.UniqueID()))
+		}
+		var k stableVerdict
+		copy(k[:], h.Sum(nil))
+		return k
+	}
+	off := int32(4)
+	long := strings.Repeat("p=a/", 200) + "part-0.parquet" // past the stack buffer
+	for _, c := range []struct {
+		key, mapping string
+		a            *delta.Add
+	}{
+		{"x=1/part-0.parquet", "", &delta.Add{Size: 1234, ModificationTime: 1767225600000}},
+		{"part-1.parquet", "name", &delta.Add{Size: 1 << 40, ModificationTime: -1}},
+		{long, "id", &delta.Add{Size: 7, DeletionVector: &delta.DeletionVector{StorageType: "u", PathOrInlineDV: "ab^-aqEH.-t@S}K{vb[*k^", Offset: &off, SizeInBytes: 40, Cardinality: 3}}},
+	} {
+		s := &snapShape{sum: "shape-sum"}
+		if got, want := stableVerdictKey("file:///t", c.key, c.a, s, c.mapping), ref("file:///t", c.key, c.a, s.sum, c.mapping); got != want {
+			t.Errorf("%.40s: key %x, the journal's is %x", c.key, got, want)
+		}
+	}
+	a := &delta.Add{Size: 1}
+	if stableVerdictKey("s", "k", a, &snapShape{sum: "1"}, "") == stableVerdictKey("s", "k", a, &snapShape{sum: "2"}, "") {
+		t.Error("two shapes, one key")
 	}
 }
