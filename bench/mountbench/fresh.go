@@ -83,23 +83,5 @@ func dvFreshRead(bin string, t *dvTable, work string, v int64, cached bool) (sta
 	if _, err := os.ReadDir(snap); err != nil {
 		return statRead, err
 	}
-	backing := filepath.Join(t.root, t.name)
-	if cached {
-		_, err = readFile(backing, t.size)
-	} else {
-		dropCaches(backing)
-	}
-	p := filepath.Join(snap, t.name)
-	if err == nil {
-		start := time.Now()
-		_, err = os.Stat(p)
-		statRead[0] = time.Since(start)
-	}
-	if err == nil {
-		statRead[1], err = readFile(p, -1)
-	}
-	if err == nil {
-		err = checkRows(p, t.rows-t.deleted[v])
-	}
-	return statRead, err
+	return timeFirstRead(t, snap, v, cached)
 }

@@ -105,29 +105,37 @@ func dvFirstRead(t *dvTable, work string, v int64, cached bool) (statRead [2]tim
 	if err != nil {
 		return statRead, err
 	}
+	statRead, err = timeFirstRead(t, m.dir(v), v, cached)
+	if uerr := m.unmount(); err == nil {
+		err = uerr
+	}
+	return statRead, err
+}
+
+// timeFirstRead drops the page cache, or reads the backing file into it,
+// as cached says, then times the stat (the lookup materializes a DV'd
+// file) and the read of the file in the snapshot directory dir, and checks
+// its rows.
+func timeFirstRead(t *dvTable, dir string, v int64, cached bool) (statRead [2]time.Duration, err error) {
 	backing := filepath.Join(t.root, t.name)
 	if cached {
 		_, err = readFile(backing, t.size)
 	} else {
 		dropCaches(backing)
 	}
-	var stat, read time.Duration
-	p := filepath.Join(m.dir(v), t.name)
+	p := filepath.Join(dir, t.name)
 	if err == nil {
 		start := time.Now()
-		_, err = os.Stat(p) // the lookup materializes a DV'd file
-		stat = time.Since(start)
+		_, err = os.Stat(p)
+		statRead[0] = time.Since(start)
 	}
 	if err == nil {
-		read, err = readFile(p, -1)
+		statRead[1], err = readFile(p, -1)
 	}
 	if err == nil {
 		err = checkRows(p, t.rows-t.deleted[v])
 	}
-	if uerr := m.unmount(); err == nil {
-		err = uerr
-	}
-	return [2]time.Duration{stat, read}, err
+	return statRead, err
 }
 
 // dvLaterMountRead is dvFirstRead on a second mount with the first one's
