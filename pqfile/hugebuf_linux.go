@@ -9,10 +9,10 @@ import (
 // The page filter's large buffers (a column chunk's output, a row group's) are new memory the
 // first time a process rewrites a file, and again after the runtime gave idle memory back to
 // the kernel. Faulted in 4 KiB at a time, a 64 MiB file's buffers cost thousands of page
-// faults: 11 us each on a virtual machine that backs guest memory lazily, which made the first
-// read of a DV'd file in a fresh mount about 40% slower than the same read later. Transparent
-// huge pages, where the kernel offers them only on request (the default "madvise" mode of most
-// distributions), fault such a buffer in 2 MiB at a time.
+// faults: 11 us each on the project's test VM, whose page faults trap to the host (a fraction of
+// that on bare metal). Transparent huge pages, where the kernel offers them only on request (the
+// "madvise" mode, the default of most distributions), fault such a buffer in 2 MiB at a time: the
+// first read of a DV'd 64 MiB file through a fresh mount took 20-35% less (docs/benchmarks.md).
 
 // hugePage is the size of a transparent huge page with 4 KiB base pages (amd64, arm64).
 const hugePage = 2 << 20
