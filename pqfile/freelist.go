@@ -70,6 +70,9 @@ func (l *bufList) releaseIdle() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.idle.expired() {
+		for _, b := range l.bufs {
+			unadviseHuge(*b)
+		}
 		clear(l.bufs)
 		l.bufs, l.bytes = l.bufs[:0], 0
 	}
@@ -97,7 +100,7 @@ func (l *bufList) get(n int) *[]byte {
 	}
 	l.mu.Unlock()
 	b := make([]byte, 0, n)
-	adviseHuge(b)
+	adviseHuge(b) // taken back when the list lets it go (unadviseHuge): the advice covers only what the list bounds
 	return &b
 }
 
@@ -115,7 +118,11 @@ func sizeClass(n int) int {
 // released last: older ones that would take it over its bounds are left to the garbage collector,
 // and so is a buffer larger than maxBytes, a nil or an empty one.
 func (l *bufList) Put(b *[]byte) {
-	if b == nil || cap(*b) == 0 || cap(*b) > l.maxBytes {
+	if b == nil || cap(*b) == 0 {
+		return
+	}
+	if cap(*b) > l.maxBytes {
+		unadviseHuge(*b)
 		return
 	}
 	l.mu.Lock()
@@ -127,6 +134,7 @@ func (l *bufList) Put(b *[]byte) {
 	drop := 0
 	for drop < len(l.bufs) && (len(l.bufs)-drop >= l.maxBufs || l.bytes+cap(*b) > l.maxBytes) {
 		l.bytes -= cap(*l.bufs[drop])
+		unadviseHuge(*l.bufs[drop])
 		drop++
 	}
 	l.bufs = append(slices.Delete(l.bufs, 0, drop), b)

@@ -1,6 +1,9 @@
 package pqfile
 
 import (
+	"os"
+	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -17,20 +20,46 @@ import (
 // hugePage is the size of a transparent huge page with 4 KiB base pages (amd64, arm64).
 const hugePage = 2 << 20
 
+// The advice outlives the buffer: it marks the heap's address range, which the runtime later
+// reuses for other objects, and the kernel's khugepaged may then collapse a sparsely used 2 MiB
+// of it into a whole huge page (resident memory the runtime meant to give back). So only the
+// free list's buffers are advised, and the list takes the advice back (unadviseHuge) when it
+// lets a buffer go: what stays advised is bounded by what the list keeps and hands out.
+
 // adviseHuge asks the kernel to back the 2 MiB-aligned interior of b's capacity with
-// transparent huge pages when it is first touched. It changes nothing b holds, and nothing at
-// all where the kernel has no huge pages to give or b is under 2 MiB; b stays memory of the Go
-// heap, freed by the garbage collector.
+// transparent huge pages when it is first touched, where the kernel gives them on request. It
+// changes nothing b holds, and nothing at all where the kernel gives huge pages to all memory or
+// to none, or b is under 2 MiB; b stays memory of the Go heap, freed by the garbage collector.
 func adviseHuge(b []byte) {
-	if cap(b) < hugePage {
-		return
+	if lo, hi, ok := hugeInterior(b); ok {
+		_ = unix.Madvise(b[:cap(b)][lo:hi], unix.MADV_HUGEPAGE)
 	}
-	b = b[:cap(b)]
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := (start + hugePage - 1) &^ (hugePage - 1)
-	hi := (start + uintptr(len(b))) &^ (hugePage - 1)
-	if hi <= lo {
-		return
-	}
-	_ = unix.Madvise(b[lo-start:hi-start], unix.MADV_HUGEPAGE)
 }
+
+// unadviseHuge takes back adviseHuge's advice on b, which the caller lets go: MADV_NOHUGEPAGE,
+// which where huge pages come on request only is what the range had before.
+func unadviseHuge(b []byte) {
+	if lo, hi, ok := hugeInterior(b); ok {
+		_ = unix.Madvise(b[:cap(b)][lo:hi], unix.MADV_NOHUGEPAGE)
+	}
+}
+
+// hugeInterior returns the 2 MiB-aligned part of b's capacity, as offsets into it, when the
+// kernel gives huge pages on request (thpOnRequest) and there is such a part.
+func hugeInterior(b []byte) (lo, hi uintptr, ok bool) {
+	if cap(b) < hugePage || !thpOnRequest() {
+		return 0, 0, false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
+	lo = (start+hugePage-1)&^(hugePage-1) - start
+	hi = (start+uintptr(cap(b)))&^(hugePage-1) - start
+	return lo, hi, hi > lo
+}
+
+// thpOnRequest reports whether the kernel gives transparent huge pages to the ranges advised
+// for them only (/sys/kernel/mm/transparent_hugepage/enabled reads "[madvise]"): under
+// "always" the buffers get them anyway, under "never" or without THP not at all.
+var thpOnRequest = sync.OnceValue(func() bool {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	return err == nil && strings.Contains(string(b), "[madvise]")
+})

@@ -4,11 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // vmFlags returns the VmFlags of the mapping holding addr, from /proc/self/smaps.
@@ -36,32 +35,64 @@ func vmFlags(t *testing.T, addr uintptr) []string {
 	return nil
 }
 
+// hugeFlags returns whether the mapping holding addr is advised for huge pages ("hg") and
+// advised against them ("nh").
+func hugeFlags(t *testing.T, addr uintptr) (hg, nh bool) {
+	fl := vmFlags(t, addr)
+	return contains(fl, "hg"), contains(fl, "nh")
+}
+
 // TestAdviseHugeMarksTheBuffer checks that a large buffer's aligned interior is advised for huge
-// pages (the "hg" flag of its mapping) and that its bytes are what they were.
+// pages (the "hg" flag of its mapping) where the kernel gives them on request, that the advice
+// is taken back (unadviseHuge, and a free list dropping the buffer), and that the bytes stay.
 func TestAdviseHugeMarksTheBuffer(t *testing.T) {
-	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
-		t.Skip("the kernel has no transparent huge pages")
+	if !thpOnRequest() {
+		// Under "always" or "never" the advice is not needed or not heeded: none is given.
+		b := make([]byte, 0, 6<<20)
+		if _, _, ok := hugeInterior(b); ok {
+			t.Fatal("an interior to advise where the kernel does not give huge pages on request")
+		}
+		return
 	}
 	b := make([]byte, 0, 6<<20)
 	b = append(b, "some bytes"...)
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	mid := (start + hugePage) &^ (hugePage - 1) // inside the aligned interior
-	// An earlier run's buffer at this address left its advice: take it back first.
-	if err := unix.Madvise(b[:cap(b)][mid-start:mid-start+hugePage], unix.MADV_NOHUGEPAGE); err != nil {
-		t.Fatal(err)
-	}
-	if fl := vmFlags(t, mid); contains(fl, "hg") || !contains(fl, "nh") {
-		t.Fatalf("mapping at %#x: VmFlags %v after MADV_NOHUGEPAGE", mid, fl)
+	// An earlier run's buffer at this address left its flags: start from taken-back advice.
+	unadviseHuge(b)
+	if hg, nh := hugeFlags(t, mid); hg || !nh {
+		t.Fatalf("mapping at %#x: hg %v nh %v after unadviseHuge", mid, hg, nh)
 	}
 	adviseHuge(b)
-	if fl := vmFlags(t, mid); !contains(fl, "hg") || contains(fl, "nh") {
-		t.Errorf("mapping at %#x not advised for huge pages: VmFlags %v", mid, fl)
+	if hg, nh := hugeFlags(t, mid); !hg || nh {
+		t.Errorf("mapping at %#x not advised for huge pages: hg %v nh %v", mid, hg, nh)
 	}
 	if string(b) != "some bytes" {
 		t.Errorf("bytes changed: %q", b)
 	}
+	unadviseHuge(b)
+	if hg, _ := hugeFlags(t, mid); hg {
+		t.Errorf("mapping at %#x still advised after unadviseHuge", mid)
+	}
 	small := make([]byte, 1<<20)
-	adviseHuge(small) // under 2 MiB: no aligned interior to advise; must not fail
+	if _, _, ok := hugeInterior(small); ok {
+		t.Error("a 1 MiB buffer has no 2 MiB-aligned interior")
+	}
+
+	// A list hands out advised buffers and takes the advice back from those it drops.
+	l := &bufList{maxBufs: 1, maxBytes: 64 << 20}
+	held := l.get(6 << 20)
+	addr := (uintptr(unsafe.Pointer(unsafe.SliceData((*held)[:1]))) + hugePage) &^ (hugePage - 1)
+	if hg, _ := hugeFlags(t, addr); !hg {
+		t.Fatalf("a new list buffer at %#x is not advised", addr)
+	}
+	other := l.get(6 << 20)
+	l.Put(held)
+	l.Put(other) // over maxBufs: held is dropped
+	if hg, _ := hugeFlags(t, addr); hg {
+		t.Errorf("a buffer the list dropped, at %#x, is still advised", addr)
+	}
+	runtime.KeepAlive(held)
 }
 
 func contains(s []string, x string) bool {

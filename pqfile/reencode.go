@@ -66,9 +66,7 @@ func getGroupBuffer(n int64) []byte {
 	if b, ok := groupBuffers.Get().(*[]byte); ok && int64(cap(*b)) >= n {
 		return (*b)[:0]
 	}
-	b := make([]byte, 0, n)
-	adviseHuge(b)
-	return b
+	return make([]byte, 0, n)
 }
 
 // release hands the group's buffers back for reuse; enc must not be used afterwards.
