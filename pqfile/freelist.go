@@ -100,7 +100,10 @@ func (l *bufList) get(n int) *[]byte {
 	}
 	l.mu.Unlock()
 	b := make([]byte, 0, n)
-	adviseHuge(b) // taken back when the list lets it go (unadviseHuge): the advice covers only what the list bounds
+	// Advised for huge pages, and the advice taken back when the list lets the buffer go
+	// (unadviseHuge). A buffer its holder drops instead of handing back (an error path, an
+	// append that outgrew it) keeps the advice: rare, and each is one buffer's range.
+	adviseHuge(b)
 	return &b
 }
 

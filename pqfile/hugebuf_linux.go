@@ -24,7 +24,7 @@ const hugePage = 2 << 20
 // reuses for other objects, and the kernel's khugepaged may then collapse a sparsely used 2 MiB
 // of it into a whole huge page (resident memory the runtime meant to give back). So only the
 // free list's buffers are advised, and the list takes the advice back (unadviseHuge) when it
-// lets a buffer go: what stays advised is bounded by what the list keeps and hands out.
+// lets a buffer go: what stays advised is about what the list keeps and hands out.
 
 // adviseHuge asks the kernel to back the 2 MiB-aligned interior of b's capacity with
 // transparent huge pages when it is first touched, where the kernel gives them on request. It
