@@ -44,6 +44,11 @@ type opens struct {
 	m    map[string]*openFile // guarded by mu
 	stop chan struct{}
 	done chan struct{}
+
+	// closing tracks the closes get starts in the background (a file
+	// opened twice at once, the one maxOpen evicts), so that closeAll
+	// returns only once their lookups are returned too.
+	closing sync.WaitGroup
 }
 
 func newOpens(t *tree) *opens {
@@ -80,7 +85,7 @@ func (o *opens) get(p string) (*openFile, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if other := o.m[p]; other != nil && !other.stale { // opened meanwhile: keep one
-		go f.close()
+		o.closing.Go(f.close)
 		other.refs++
 		return other, nil
 	}
@@ -89,7 +94,7 @@ func (o *opens) get(p string) (*openFile, error) {
 	if len(o.m) > maxOpen {
 		if victim := o.oldestUnusedLocked(); victim != nil {
 			delete(o.m, victim.path)
-			go victim.close()
+			o.closing.Go(victim.close)
 		}
 	}
 	return f, nil
@@ -156,11 +161,13 @@ func (o *opens) release(idle func(*openFile) bool) {
 	}
 }
 
-// closeAll stops the reaper and closes every unused file.
+// closeAll stops the reaper and closes every unused file, waiting for
+// the closes started in the background.
 func (o *opens) closeAll() {
 	close(o.stop)
 	<-o.done
 	o.release(func(*openFile) bool { return true })
+	o.closing.Wait()
 }
 
 // open sends OPEN for p, read-only.
