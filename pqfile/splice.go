@@ -95,6 +95,22 @@ func newSplicedPlan(src io.ReaderAt, size int64, shape *Shape, memo *ShapeMemo) 
 		groups: make([]group, groups), spliced: out}
 }
 
+// SplicedSize returns the size of src (size bytes, nothing deleted or renamed) served in shape
+// when the splice takes it, without keeping the layout: a listing's stat needs the size alone,
+// and most listed files are never opened (their layout, spliced the same way, comes at the
+// first open). ok is false when the splice does not take the file; NewShapedPlan then decides
+// how it is served.
+func SplicedSize(src io.ReaderAt, size int64, shape *Shape) (n int64, ok bool) {
+	if noSplice.Load() {
+		return 0, false
+	}
+	p := newSplicedPlan(src, size, shape, spliceMemo)
+	if p == nil {
+		return 0, false
+	}
+	return p.Size()
+}
+
 // spliceConstants returns the output of the source footer foot (thrift bytes), whose first byte
 // is at footStart, served in shape, with the file's row count and row group count; ok is false
 // when the splice does not take it. foot is not kept.
@@ -147,7 +163,10 @@ func spliceConstants(foot []byte, footStart int64, shape *Shape, memo *ShapeMemo
 				if !sourceIsRest(foot[f.value:end], shape, memo) {
 					return 0, errSpliceSkip
 				}
-				if sp.src, ok = b.topColumns(&f); ok && len(sp.src.cols) == len(sp.cols)-sp.consts {
+				if sp.src, ok = b.topColumns(&f); ok && len(sp.src.cols) != len(sp.cols)-sp.consts {
+					ok = false // the row groups' chunks are matched to these columns
+				}
+				if ok {
 					with = sp.schema()
 				}
 			case idFileKeyValues:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -33,8 +34,11 @@ var genColumns = []string{"id", "name", "opt", "tags", "inner", "items", "m", "f
 
 // withConsts returns a shape of genRow's columns with constants inserted before the columns
 // at the given positions (len(genColumns): at the end).
+// shapeKeys numbers the shapes of withConsts.
+var shapeKeys atomic.Int64
+
 func withConsts(at map[int][]ShapeColumn) *Shape {
-	s := &Shape{Key: fmt.Sprint(len(at))}
+	s := &Shape{Key: fmt.Sprint("withConsts ", shapeKeys.Add(1))} // a Key names one shape (see ShapeMemo)
 	for i := 0; i <= len(genColumns); i++ {
 		s.Columns = append(s.Columns, at[i]...)
 		if i < len(genColumns) {
@@ -84,6 +88,9 @@ func TestSpliceMatchesDecodedPath(t *testing.T) {
 				want := shaped(t, src, nil, shape)
 				noSplice.Store(false)
 				compareServed(t, got, want)
+				if n, ok := SplicedSize(bytes.NewReader(src), int64(len(src)), shape); !ok || n != int64(len(got)) {
+					t.Errorf("SplicedSize = %d, %v; the served file has %d bytes", n, ok, len(got))
+				}
 				if sname == "spread" && fname == "seven groups" {
 					path := filepath.Join(t.TempDir(), "spliced.parquet")
 					if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -167,6 +174,20 @@ func TestSpliceTakesOnlyConstants(t *testing.T) {
 		if plan := newSplicedPlan(bytes.NewReader(src), int64(len(src)), s, nil); plan != nil {
 			t.Errorf("%s: spliced", name)
 		}
+		if n, ok := SplicedSize(bytes.NewReader(src), int64(len(src)), s); ok {
+			t.Errorf("%s: SplicedSize gives %d bytes", name, n)
+		}
+	}
+	// A Key given to two shapes (a caller's mistake: the memo then answers for the wrong one)
+	// leaves the file to the decoded path, never a panic or a wrong footer.
+	memo := NewShapeMemo(1 << 20)
+	fits := withConsts(map[int][]ShapeColumn{0: {p}})
+	if newSplicedPlan(bytes.NewReader(src), int64(len(src)), fits, memo) == nil {
+		t.Fatal("the fitting shape: not spliced")
+	}
+	missing.Key = fits.Key
+	if plan := newSplicedPlan(bytes.NewReader(src), int64(len(src)), missing, memo); plan != nil {
+		t.Error("a shape with another's Key and a column more: spliced")
 	}
 	// A footer larger than the first read.
 	big := genFile(t, genRows(3000), 1, &parquet.Uncompressed)

@@ -183,6 +183,13 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 		t.decide(snap, f, vk, n)
 		return n, nil
 	}
+	if n, ok, err := t.splicedSize(ctx, f, k); err != nil || ok {
+		if err != nil {
+			return 0, err
+		}
+		t.decide(snap, f, vk, n)
+		return n, nil
+	}
 	l, df, err := t.deriveWith(ctx, snap, f, k)
 	if err != nil {
 		return 0, err
@@ -190,6 +197,29 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 	df.Close()
 	t.decide(snap, f, vk, l.Size())
 	return l.Size(), nil
+}
+
+// splicedSize returns the size of f, a local file whose rewrite k only
+// adds constant columns (partition values), from its footer alone: the
+// splice's size, without laying the rewrite out or keeping it (a
+// listing's warm-up sizes every file of a snapshot, and few are then
+// opened; footerRewrite lays one out at its open, spliced the same way).
+// ok is false when this does not apply or the splice does not take the
+// file.
+func (t *Table) splicedSize(ctx context.Context, f *delta.LiveFile, k rewriteOf) (int64, bool, error) {
+	if t.root == nil || f.Add.DeletionVector != nil || k.rename != nil {
+		return 0, false, nil
+	}
+	if e, ok := t.mem.get(k.key); ok {
+		return e.layout.Size(), true, nil
+	}
+	src, done, err := t.footerSource(ctx, f)
+	if err != nil {
+		return 0, false, err
+	}
+	defer done()
+	n, ok := pqfile.SplicedSize(src, f.Add.Size, k.fs)
+	return n, ok, nil
 }
 
 // decide remembers the verdict n of f (servedAsStored or its served
