@@ -182,7 +182,7 @@ func stripStats(b []byte, edits [][]statsEdit) ([]byte, error) {
 // statsSplices returns the splices that apply e to the ColumnMetaData whose fields are md.
 func (b thriftBuf) statsSplices(md []tfield, e statsEdit) ([]splice, error) {
 	if e == dropStats {
-		return dropFields(md, isStats), nil
+		return dropFields(nil, md, isStats), nil
 	}
 	var ss []splice
 	for _, f := range md {
@@ -193,7 +193,7 @@ func (b thriftBuf) statsSplices(md []tfield, e statsEdit) ([]splice, error) {
 		if err != nil {
 			return nil, err
 		}
-		ss = append(ss, dropFields(stats, isNullCount)...)
+		ss = dropFields(ss, stats, isNullCount)
 	}
 	return ss, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -60,34 +59,7 @@ var typeDefinedOrder = func() []byte {
 // newSplicedPlan returns the plan of src (size bytes, nothing deleted or renamed) served in
 // shape, laid out by splicing, or nil when the splice does not take the file (see above).
 func newSplicedPlan(src io.ReaderAt, size int64, shape *Shape, memo *ShapeMemo) *Plan {
-	if shape == nil || !slices.ContainsFunc(shape.Columns, func(c ShapeColumn) bool { return c.Const != nil }) ||
-		size < int64(len(magic))+trailerLen {
-		return nil
-	}
-	bp := tailBufs.Get().(*[]byte)
-	defer tailBufs.Put(bp)
-	tail := (*bp)[:min(size, tailGuess)]
-	if readFull(src, tail, size-int64(len(tail))) != nil {
-		return nil
-	}
-	trailer := tail[len(tail)-trailerLen:]
-	n := int64(binary.LittleEndian.Uint32(trailer[:4]))
-	start := size - trailerLen - n
-	if string(trailer[4:]) != magic || n > int64(len(tail))-trailerLen || start < int64(len(magic)) ||
-		n > CurrentLimits().MaxFooterBytes {
-		return nil
-	}
-	var head [len(magic)]byte
-	if size <= int64(len(tail)) {
-		copy(head[:], tail)
-	} else if readFull(src, head[:], 0) != nil {
-		return nil
-	}
-	if string(head[:]) != magic {
-		return nil
-	}
-	foot := tail[int64(len(tail))-trailerLen-n : len(tail)-trailerLen]
-	out, rows, groups, ok := spliceConstants(foot, start, shape, memo)
+	out, start, rows, groups, ok := spliceFile(src, size, shape, memo)
 	if !ok {
 		return nil
 	}
@@ -104,11 +76,52 @@ func SplicedSize(src io.ReaderAt, size int64, shape *Shape) (n int64, ok bool) {
 	if noSplice.Load() {
 		return 0, false
 	}
-	p := newSplicedPlan(src, size, shape, spliceMemo)
-	if p == nil {
+	out, start, _, _, ok := spliceFile(src, size, shape, spliceMemo)
+	if !ok {
 		return 0, false
 	}
-	return p.Size()
+	return out.size(start), true
+}
+
+// size is the output's size, the source's footer starting at footStart (as Plan.emit lays a
+// spliced output out).
+func (s *spliced) size(footStart int64) int64 {
+	return footStart + int64(len(s.gen)) + int64(len(s.tail))
+}
+
+// spliceFile reads the footer of src (size bytes) and splices it for shape: the output, where
+// the source's footer starts, and the file's rows and row groups; ok is false when the splice
+// does not take the file.
+func spliceFile(src io.ReaderAt, size int64, shape *Shape, memo *ShapeMemo) (out *spliced, start, rows int64, groups int, ok bool) {
+	if shape == nil || !slices.ContainsFunc(shape.Columns, func(c ShapeColumn) bool { return c.Const != nil }) ||
+		size < int64(len(magic))+trailerLen {
+		return nil, 0, 0, 0, false
+	}
+	bp := tailBufs.Get().(*[]byte)
+	defer tailBufs.Put(bp)
+	tail := (*bp)[:min(size, tailGuess)]
+	if readFull(src, tail, size-int64(len(tail))) != nil {
+		return nil, 0, 0, 0, false
+	}
+	trailer := tail[len(tail)-trailerLen:]
+	n := int64(binary.LittleEndian.Uint32(trailer[:4]))
+	start = size - trailerLen - n
+	if string(trailer[4:]) != magic || n > int64(len(tail))-trailerLen || start < int64(len(magic)) ||
+		n > CurrentLimits().MaxFooterBytes {
+		return nil, 0, 0, 0, false
+	}
+	var head [len(magic)]byte
+	if size <= int64(len(tail)) {
+		copy(head[:], tail)
+	} else if readFull(src, head[:], 0) != nil {
+		return nil, 0, 0, 0, false
+	}
+	if string(head[:]) != magic {
+		return nil, 0, 0, 0, false
+	}
+	foot := tail[int64(len(tail))-trailerLen-n : len(tail)-trailerLen]
+	out, rows, groups, ok = spliceConstants(foot, start, shape, memo)
+	return out, start, rows, groups, ok
 }
 
 // spliceConstants returns the output of the source footer foot (thrift bytes), whose first byte
@@ -117,6 +130,7 @@ func SplicedSize(src io.ReaderAt, size int64, shape *Shape) (n int64, ok bool) {
 func spliceConstants(foot []byte, footStart int64, shape *Shape, memo *ShapeMemo) (out *spliced, rows int64, groups int, ok bool) {
 	b := thriftBuf(foot)
 	sp := &splicer{foot: b, footStart: footStart, out: &spliced{}}
+	sp.fields = sp.fieldsBuf[:0]
 	var err error
 	if sp.cols, err = spliceColumns(shape); err != nil {
 		return nil, 0, 0, false
@@ -128,7 +142,8 @@ func spliceConstants(foot []byte, footStart int64, shape *Shape, memo *ShapeMemo
 	}
 	// One pass: the schema comes before the row groups in every writer's footer (the field
 	// order), so the row groups are spliced as they are walked.
-	var ss []splice
+	var ssBuf [8]splice // a footer's splices: schema, key values, orders, row groups
+	ss := ssBuf[:0]
 	var seen uint64
 	end, err := b.skipStruct(0, 0, func(f tfield, depth int) (int, error) {
 		if f.id < 0 || f.id >= 64 {
@@ -209,6 +224,8 @@ type splicer struct {
 	consts    int
 	src       sourceSchema
 	fields    []tfield // scratch: a chunk's fields
+	fieldsBuf [16]tfield
+	drops     []splice // scratch: a chunk's page index references left out
 	out       *spliced
 }
 
@@ -229,7 +246,12 @@ type spliceTemplate struct {
 
 // spliceTemplates are the templates of the constants of shapes with a Key, by key and column
 // index.
-var spliceTemplates = newBoundedMemo[string, *spliceTemplate](4096)
+var spliceTemplates = newBoundedMemo[templateKey, *spliceTemplate](4096)
+
+type templateKey struct {
+	shape string
+	col   int
+}
 
 // boundedMemo is a map of at most max entries, cleared when full, safe for concurrent use.
 type boundedMemo[K comparable, V any] struct {
@@ -279,9 +301,8 @@ func spliceColumns(shape *Shape) ([]spliceColumn, error) {
 
 // constTemplate returns the template of shape's constant column i.
 func constTemplate(shape *Shape, i int) (*spliceTemplate, error) {
-	var key string
+	key := templateKey{shape.Key, i}
 	if shape.Key != "" {
-		key = shape.Key + "\x00" + strconv.Itoa(i)
 		if t, ok := spliceTemplates.get(key); ok {
 			return t, nil
 		}
@@ -296,7 +317,7 @@ func constTemplate(shape *Shape, i int) (*spliceTemplate, error) {
 	}
 	t := &spliceTemplate{el: el, gen: *sh.leaves[0].gen, path: sh.leaves[0].path}
 	t.gen.value = nil
-	if key != "" {
+	if shape.Key != "" {
 		spliceTemplates.put(key, t)
 	}
 	return t, nil
@@ -472,7 +493,16 @@ func (b thriftBuf) topColumns(f *tfield) (sourceSchema, bool) {
 // columns and the constants' elements in the output's order.
 func (sp *splicer) schema() []byte {
 	s, foot := &sp.src, sp.foot
-	out := appendListHeader(nil, tStruct, s.elems+sp.consts)
+	n := s.rootEnd - s.rootStart + 16
+	for _, c := range sp.cols {
+		if c.tmpl != nil {
+			n += len(c.tmpl.el)
+		}
+	}
+	for _, c := range s.cols {
+		n += c.end - c.start
+	}
+	out := appendListHeader(make([]byte, 0, n), tStruct, s.elems+sp.consts)
 	out = append(out, foot[s.rootStart:s.children.value]...)
 	out = appendZigzag(out, int64(len(s.cols)+sp.consts))
 	out = append(out, foot[s.children.end:s.rootEnd]...)
@@ -598,7 +628,8 @@ func (sp *splicer) chunks(f *tfield, rows int64) ([]byte, int64, int64, bool) {
 			if !hasMeta {
 				return nil, 0, 0, false
 			}
-			list = appendSpliced(list, b, off, end, dropFields(sp.fields, isPageIndexRef))
+			sp.drops = dropFields(sp.drops[:0], sp.fields, isPageIndexRef)
+			list = appendSpliced(list, b, off, end, sp.drops)
 			off = end
 		}
 		j++
@@ -656,7 +687,7 @@ func (sp *splicer) orders(f *tfield) ([]byte, bool) {
 	if err != nil || n != sp.src.leaves || (n > 0 && typ != tStruct) {
 		return nil, false
 	}
-	list := appendListHeader(nil, tStruct, n+sp.consts)
+	list := appendListHeader(make([]byte, 0, f.end-f.value+4+sp.consts*len(typeDefinedOrder)), tStruct, n+sp.consts)
 	j := 0
 	for _, c := range sp.cols {
 		if c.tmpl != nil {

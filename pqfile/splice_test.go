@@ -252,3 +252,30 @@ func BenchmarkSplicedPlan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSplicedSize sizes the footer of a three-row, two-column file (as each of a
+// partitioned table's many small files) with a partition column, as a listing's stat does.
+func BenchmarkSplicedSize(b *testing.B) {
+	type row struct {
+		ID    int64   `parquet:"id"`
+		Value *string `parquet:"value,optional"`
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[row](&buf)
+	v := "a"
+	if _, err := w.Write([]row{{1, &v}, {2, nil}, {3, &v}}); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	src := buf.Bytes()
+	shape := &Shape{Key: "BenchmarkSplicedSize", Columns: []ShapeColumn{{Name: "id"}, {Name: "value"},
+		constCol("region", format.ByteArray, &format.StringType{}, &Constant{Plain: []byte("eu")})}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := SplicedSize(bytes.NewReader(src), int64(len(src)), shape); !ok {
+			b.Fatal("not spliced")
+		}
+	}
+}

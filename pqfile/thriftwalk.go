@@ -92,13 +92,20 @@ func (b thriftBuf) structFields(dst []tfield, collect bool, off, depth int, visi
 	fields := dst
 	var prev int16
 	for {
-		f, err := b.fieldHeader(off, prev)
-		if err != nil {
-			return nil, 0, err
+		var f tfield
+		if off < len(b) && b[off]>>4 != 0 && b[off]&0x0f != tStop {
+			// The common header, inline: a one-byte id delta and the type.
+			f = tfield{id: prev + int16(b[off]>>4), typ: b[off] & 0x0f, start: off, value: off + 1}
+		} else {
+			var err error
+			if f, err = b.fieldHeader(off, prev); err != nil {
+				return nil, 0, err
+			}
+			if f.typ == tStop {
+				return fields, f.value, nil
+			}
 		}
-		if f.typ == tStop {
-			return fields, f.value, nil
-		}
+		var err error
 		f.end = -1
 		if visit != nil {
 			if f.end, err = visit(f, depth); err != nil {
@@ -265,11 +272,11 @@ type splice struct {
 	with       []byte
 }
 
-// dropFields returns the splices that remove from a struct (fields being all its fields, in
+// dropFields appends to dst the splices that remove from a struct (fields being all its fields, in
 // order) every field for which drop is true: their headers and values go, and the header of the
 // first field kept after them is written again with its id relative to the field kept before.
-func dropFields(fields []tfield, drop func(tfield) bool) []splice {
-	var ss []splice
+func dropFields(dst []splice, fields []tfield, drop func(tfield) bool) []splice {
+	ss := dst
 	var prev int16 // id of the last field kept
 	from := -1     // start of the run of dropped fields before f, or -1
 	for _, f := range fields {
@@ -304,7 +311,11 @@ func appendFieldHeader(dst []byte, prev, id int16, typ byte) []byte {
 // applySplices returns b with the splices (sorted by start, not overlapping) applied, in a new
 // slice.
 func applySplices(b []byte, ss []splice) []byte {
-	out := make([]byte, 0, len(b))
+	n := len(b) + 8 // room for a trailer after (spliceConstants)
+	for _, s := range ss {
+		n += len(s.with) - (s.end - s.start)
+	}
+	out := make([]byte, 0, n)
 	pos := 0
 	for _, s := range ss {
 		out = append(out, b[pos:s.start]...)

@@ -160,7 +160,7 @@ func TestDropField(t *testing.T) {
 			zero2(&v)
 			want := marshal(t, v)
 			drop := func(f tfield) bool { return f.id == fields[k1].id || f.id == fields[k2].id }
-			if got := applySplices(b, dropFields(fields, drop)); !bytes.Equal(got, want) {
+			if got := applySplices(b, dropFields(nil, fields, drop)); !bytes.Equal(got, want) {
 				t.Errorf("drop fields %d and %d:\n got %x\nwant %x", fields[k1].id, fields[k2].id, got, want)
 			}
 		}
@@ -185,7 +185,7 @@ func TestDropFieldsRepeated(t *testing.T) {
 		{[]int16{1, 2, 4, 19, 5}, []byte{0}},
 	}
 	for _, tc := range tests {
-		got := applySplices(b, dropFields(fields, func(f tfield) bool { return slices.Contains(tc.drop, f.id) }))
+		got := applySplices(b, dropFields(nil, fields, func(f tfield) bool { return slices.Contains(tc.drop, f.id) }))
 		if !bytes.Equal(got, tc.want) {
 			t.Errorf("drop %v: got %x, want %x", tc.drop, got, tc.want)
 		}
