@@ -179,16 +179,17 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 	if err != nil {
 		return 0, err
 	}
+	n, ok, err := t.splicedSize(ctx, f, k)
+	if err == nil && ok {
+		t.decide(snap, f, vk, n)
+		return n, nil
+	}
 	if n, ok := t.copySize(k.key); ok { // an earlier mount's copy: its patch need not be read
 		t.decide(snap, f, vk, n)
 		return n, nil
 	}
-	if n, ok, err := t.splicedSize(ctx, f, k); err != nil || ok {
-		if err != nil {
-			return 0, err
-		}
-		t.decide(snap, f, vk, n)
-		return n, nil
+	if err != nil {
+		return 0, err
 	}
 	l, df, err := t.deriveWith(ctx, snap, f, k)
 	if err != nil {
@@ -205,7 +206,7 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 // listing's warm-up sizes every file of a snapshot, and few are then
 // opened; footerRewrite lays one out at its open, spliced the same way).
 // ok is false when this does not apply or the splice does not take the
-// file.
+// file. A footer read costs less than looking for a materialized copy.
 func (t *Table) splicedSize(ctx context.Context, f *delta.LiveFile, k rewriteOf) (int64, bool, error) {
 	if t.root == nil || f.Add.DeletionVector != nil || k.rename != nil {
 		return 0, false, nil
