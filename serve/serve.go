@@ -238,7 +238,7 @@ func (t *Table) decide(snap *delta.Snapshot, f *delta.LiveFile, vk verdictID, n 
 // journaled returns f's verdict from the journal (an earlier mount's),
 // remembering it in memory.
 func (t *Table) journaled(snap *delta.Snapshot, f *delta.LiveFile, vk verdictID) (int64, bool) {
-	if t.opts.Verdicts == nil {
+	if t.opts.Verdicts == nil || !t.opts.Verdicts.inherited {
 		return 0, false
 	}
 	k, ok := t.stableKey(snap, f)

@@ -36,6 +36,12 @@ type VerdictJournal struct {
 	path string
 	log  *slog.Logger
 
+	// inherited is whether the journal held verdicts when opened: without
+	// them, the verdicts it holds are this mount's, which its memory
+	// holds too, and a lookup (a hash of the file's identity) is not
+	// worth making.
+	inherited bool
+
 	mu sync.Mutex
 	m  map[stableVerdict]int64 // guarded by mu
 	f  *os.File                // guarded by mu; nil once closed
@@ -63,6 +69,7 @@ func OpenVerdictJournal(path string, log *slog.Logger) (*VerdictJournal, error) 
 		log.Warn("deltafs: verdict journal unreadable; stats read footers again", "file", path, "err", err)
 		clear(j.m)
 	}
+	j.inherited = len(j.m) > 0
 	if err := j.rewrite(); err != nil {
 		return nil, err
 	}
