@@ -17,7 +17,7 @@
 //	DELTAFS_BENCH_ONLY=seq,dv,ls,open,nfs,nfsmem  the benchmarks to run
 //	DELTAFS_BENCH_MEM_ENTRIES=100000  entries of the nfsmem listings
 //	DELTAFS_BENCH_DIR            where to generate (default: a temp dir, removed)
-//	DELTAFS_BENCH_DELTAFS        a deltafs binary: the DV first reads also through a mount process of their own
+//	DELTAFS_BENCH_DELTAFS        a deltafs binary: the first reads (sequential, DV) also through a mount process of their own
 //	DELTAFS_BENCH_CPUPROFILE     write a CPU profile of the run (the FUSE servers run in this process)
 package main
 
