@@ -20,3 +20,10 @@ fi
 go build -o bin/deltafs ./cmd/deltafs
 DELTAFS_BASE_BIN=$base go run ./bench/globbench 2>&1 | grep -v '^deltafs: \(un\)\?mounted' |
   tee "$out/glob-$(date -u +%Y%m%dT%H%M%SZ).txt"
+# The per-file CPU of a first listing's warm-up, in process (footer read,
+# verdict, the partition columns' splice), on the same table.
+dir=${GLOBBENCH_DIR:-bench/out/glob}
+[[ $dir = /* ]] || dir=$PWD/$dir
+DELTAFS_GLOB_TABLE=$dir/table-${GLOBBENCH_FILES:-100000} \
+  go test -run '^$' -bench BenchmarkWarmLocal -benchtime 10x ./serve/ | grep Benchmark |
+  tee -a "$out/glob-warm-$(date -u +%Y%m%dT%H%M%SZ).txt"
