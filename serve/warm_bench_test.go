@@ -8,6 +8,7 @@ import (
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // BenchmarkWarmLocal decides the first 10,000 files of a local table as a
@@ -18,7 +19,7 @@ import (
 func BenchmarkWarmLocal(b *testing.B) {
 	dir := os.Getenv("DELTAFS_GLOB_TABLE")
 	if dir == "" {
-		b.Skip("DELTAFS_GLOB_TABLE not set")
+		testenv.Skip(b, "DELTAFS_GLOB_TABLE not set (bench/glob.sh sets it to its generated table)")
 	}
 	ctx := context.Background()
 	st, err := blobstore.Open(ctx, dir)
