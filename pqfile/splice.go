@@ -59,7 +59,34 @@ var typeDefinedOrder = func() []byte {
 // newSplicedPlan returns the plan of src (size bytes, nothing deleted or renamed) served in
 // shape, laid out by splicing, or nil when the splice does not take the file (see above).
 func newSplicedPlan(src io.ReaderAt, size int64, shape *Shape, memo *ShapeMemo) *Plan {
-	out, start, rows, groups, ok := spliceFile(src, size, shape, memo)
+	if shape == nil || !slices.ContainsFunc(shape.Columns, func(c ShapeColumn) bool { return c.Const != nil }) ||
+		size < int64(len(magic))+trailerLen {
+		return nil
+	}
+	bp := tailBufs.Get().(*[]byte)
+	defer tailBufs.Put(bp)
+	tail := (*bp)[:min(size, tailGuess)]
+	if readFull(src, tail, size-int64(len(tail))) != nil {
+		return nil
+	}
+	trailer := tail[len(tail)-trailerLen:]
+	n := int64(binary.LittleEndian.Uint32(trailer[:4]))
+	start := size - trailerLen - n
+	if string(trailer[4:]) != magic || n > int64(len(tail))-trailerLen || start < int64(len(magic)) ||
+		n > CurrentLimits().MaxFooterBytes {
+		return nil
+	}
+	var head [len(magic)]byte
+	if size <= int64(len(tail)) {
+		copy(head[:], tail)
+	} else if readFull(src, head[:], 0) != nil {
+		return nil
+	}
+	if string(head[:]) != magic {
+		return nil
+	}
+	foot := tail[int64(len(tail))-trailerLen-n : len(tail)-trailerLen]
+	out, rows, groups, ok := spliceConstants(foot, start, shape, memo)
 	if !ok {
 		return nil
 	}
@@ -76,52 +103,11 @@ func SplicedSize(src io.ReaderAt, size int64, shape *Shape) (n int64, ok bool) {
 	if noSplice.Load() {
 		return 0, false
 	}
-	out, start, _, _, ok := spliceFile(src, size, shape, spliceMemo)
-	if !ok {
+	p := newSplicedPlan(src, size, shape, spliceMemo)
+	if p == nil {
 		return 0, false
 	}
-	return out.size(start), true
-}
-
-// size is the output's size, the source's footer starting at footStart (as Plan.emit lays a
-// spliced output out).
-func (s *spliced) size(footStart int64) int64 {
-	return footStart + int64(len(s.gen)) + int64(len(s.tail))
-}
-
-// spliceFile reads the footer of src (size bytes) and splices it for shape: the output, where
-// the source's footer starts, and the file's rows and row groups; ok is false when the splice
-// does not take the file.
-func spliceFile(src io.ReaderAt, size int64, shape *Shape, memo *ShapeMemo) (out *spliced, start, rows int64, groups int, ok bool) {
-	if shape == nil || !slices.ContainsFunc(shape.Columns, func(c ShapeColumn) bool { return c.Const != nil }) ||
-		size < int64(len(magic))+trailerLen {
-		return nil, 0, 0, 0, false
-	}
-	bp := tailBufs.Get().(*[]byte)
-	defer tailBufs.Put(bp)
-	tail := (*bp)[:min(size, tailGuess)]
-	if readFull(src, tail, size-int64(len(tail))) != nil {
-		return nil, 0, 0, 0, false
-	}
-	trailer := tail[len(tail)-trailerLen:]
-	n := int64(binary.LittleEndian.Uint32(trailer[:4]))
-	start = size - trailerLen - n
-	if string(trailer[4:]) != magic || n > int64(len(tail))-trailerLen || start < int64(len(magic)) ||
-		n > CurrentLimits().MaxFooterBytes {
-		return nil, 0, 0, 0, false
-	}
-	var head [len(magic)]byte
-	if size <= int64(len(tail)) {
-		copy(head[:], tail)
-	} else if readFull(src, head[:], 0) != nil {
-		return nil, 0, 0, 0, false
-	}
-	if string(head[:]) != magic {
-		return nil, 0, 0, 0, false
-	}
-	foot := tail[int64(len(tail))-trailerLen-n : len(tail)-trailerLen]
-	out, rows, groups, ok = spliceConstants(foot, start, shape, memo)
-	return out, start, rows, groups, ok
+	return p.Size()
 }
 
 // spliceConstants returns the output of the source footer foot (thrift bytes), whose first byte

@@ -32,11 +32,11 @@ func genFileKV(t *testing.T, rows []genRow, rowsPerGroup int64) []byte {
 // genColumns are genRow's top-level columns, served as stored.
 var genColumns = []string{"id", "name", "opt", "tags", "inner", "items", "m", "f", "ts", "blob"}
 
-// withConsts returns a shape of genRow's columns with constants inserted before the columns
-// at the given positions (len(genColumns): at the end).
 // shapeKeys numbers the shapes of withConsts.
 var shapeKeys atomic.Int64
 
+// withConsts returns a shape of genRow's columns with constants inserted before the columns
+// at the given positions (len(genColumns): at the end).
 func withConsts(at map[int][]ShapeColumn) *Shape {
 	s := &Shape{Key: fmt.Sprint("withConsts ", shapeKeys.Add(1))} // a Key names one shape (see ShapeMemo)
 	for i := 0; i <= len(genColumns); i++ {

@@ -93,11 +93,11 @@ func (b thriftBuf) structFields(dst []tfield, collect bool, off, depth int, visi
 	var prev int16
 	for {
 		var f tfield
+		var err error
 		if off < len(b) && b[off]>>4 != 0 && b[off]&0x0f != tStop {
 			// The common header, inline: a one-byte id delta and the type.
 			f = tfield{id: prev + int16(b[off]>>4), typ: b[off] & 0x0f, start: off, value: off + 1}
 		} else {
-			var err error
 			if f, err = b.fieldHeader(off, prev); err != nil {
 				return nil, 0, err
 			}
@@ -105,7 +105,6 @@ func (b thriftBuf) structFields(dst []tfield, collect bool, off, depth int, visi
 				return fields, f.value, nil
 			}
 		}
-		var err error
 		f.end = -1
 		if visit != nil {
 			if f.end, err = visit(f, depth); err != nil {
