@@ -101,6 +101,30 @@ func (d *SnapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 	return d.NewInode(ctx, f, fs.StableAttr{Mode: syscall.S_IFREG, Ino: f.ino()}), 0
 }
 
+// lookupKnown is Lookup of the data file add (entry name) when its served
+// size is known without reading anything, and ENOENT otherwise: a
+// listing's attributes never wait for storage.
+func (d *SnapshotDir) lookupKnown(ctx context.Context, name string, add *delta.Add, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if d.ref.files == nil {
+		return nil, syscall.ENOENT
+	}
+	known := false
+	if ch := d.GetChild(name); ch != nil {
+		f, ok := ch.Operations().(*DataFile)
+		known = ok && f.size.Load() >= 0
+	}
+	if !known {
+		snap, err := d.ref.snapshot(ctx)
+		if err != nil {
+			return nil, syscall.ENOENT
+		}
+		if _, known = d.ref.files.KnownSize(snap, add); !known {
+			return nil, syscall.ENOENT
+		}
+	}
+	return d.Lookup(ctx, name, out)
+}
+
 // OpendirHandle lists the directory (see snapshotStream) and lets the
 // kernel keep the listing.
 func (d *SnapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {

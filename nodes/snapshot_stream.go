@@ -11,11 +11,13 @@ import (
 
 // snapshotStream is the open handle of a snapshot directory. It reads the
 // directory's entries straight from the snapshot's tree (no copy), and it
-// answers READDIRPLUS with attributes for subdirectories only: data files
-// get none (a zero node id, "no attributes for this entry" to the
-// kernel), so that find, ls -R or a glob over 1,000,000 files creates no
-// inode and no node per file in the mount; a stat of a file then looks it
-// up (SnapshotDir.Lookup), and only what is stat-ed costs memory.
+// answers READDIRPLUS with attributes for subdirectories, and for a data
+// file only when its entries are being stat-ed and its size is at hand
+// (see Lookup). Other data files get none (a zero node id, "no attributes
+// for this entry" to the kernel), so that find, ls -R or a glob over
+// 1,000,000 files creates no inode and no node per file in the mount; a
+// stat of a file then looks it up (SnapshotDir.Lookup), and only what is
+// stat-ed costs memory.
 type snapshotStream struct {
 	dir  *SnapshotDir
 	tree *snapshotTree
@@ -52,11 +54,23 @@ func (s *snapshotStream) Seekdir(ctx context.Context, off uint64) syscall.Errno 
 	return 0
 }
 
-// Lookup answers READDIRPLUS: attributes for subdirectories, none for
-// files (see the type's comment).
+// Lookup answers READDIRPLUS: attributes for subdirectories; for a data
+// file once a file of the directory was looked up (the kernel asks for
+// READDIRPLUS past a directory's first chunk only when its entries are
+// being stat-ed: ls -l) and when the file's served size is known without
+// reading anything (decided by the warm-up that first lookup started).
+// Such a file is looked up here, as its stat would look it up a moment
+// later, one round trip per file fewer; any other gets no attributes
+// (see the type's comment).
 func (s *snapshotStream) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if e, ok := s.td.lookup(name); ok && e.add == nil {
+	e, ok := s.td.lookup(name)
+	switch {
+	case !ok:
+		return nil, syscall.ENOENT
+	case e.add == nil:
 		return s.dir.Lookup(ctx, name, out)
+	case s.td.warmed.Load():
+		return s.dir.lookupKnown(ctx, name, e.add, out)
 	}
 	return nil, syscall.ENOENT
 }
