@@ -1,9 +1,7 @@
 package mount
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,61 +12,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
+	"github.com/deltafs/deltafs/internal/testkit/globtable"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
-type listingRow struct {
-	ID    int64  `parquet:"id"`
-	Value string `parquet:"value"`
-}
-
-// listingTable writes a table of n one-row files in the partition
-// region=r0 at version 0 and one more file at version 1, and returns its
+// listingTable writes a table of n small files in the partition
+// region=r00 at version 0 and one more file at version 1, and returns its
 // root.
 func listingTable(t *testing.T, n int) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "t")
-	if err := os.MkdirAll(filepath.Join(root, "_delta_log"), 0o755); err != nil {
+	if err := globtable.Generate(globtable.Spec{Dir: root, Files: n + 1, Partitions: 1, PerCommit: n}); err != nil {
 		t.Fatal(err)
-	}
-	schema := `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},` +
-		`{"name":"value","type":"string","nullable":true,"metadata":{}},{"name":"region","type":"string","nullable":true,"metadata":{}}]}`
-	add := func(enc *json.Encoder, i int) {
-		var buf bytes.Buffer
-		w := parquet.NewGenericWriter[listingRow](&buf)
-		if _, err := w.Write([]listingRow{{int64(i), fmt.Sprint("v", i)}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		p := fmt.Sprintf("region=r0/part-%05d.parquet", i)
-		if err := os.MkdirAll(filepath.Join(root, "region=r0"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, p), buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		enc.Encode(map[string]any{"add": map[string]any{"path": p, "partitionValues": map[string]string{"region": "r0"},
-			"size": buf.Len(), "modificationTime": 1735689600000, "dataChange": true}})
-	}
-	for v, files := range [][2]int{{0, n}, {n, n + 1}} {
-		var log bytes.Buffer
-		enc := json.NewEncoder(&log)
-		if v == 0 {
-			enc.Encode(map[string]any{"protocol": map[string]any{"minReaderVersion": 1, "minWriterVersion": 2}})
-			enc.Encode(map[string]any{"metaData": map[string]any{"id": "listing", "format": map[string]any{"provider": "parquet", "options": map[string]any{}},
-				"schemaString": schema, "partitionColumns": []string{"region"}, "configuration": map[string]any{}, "createdTime": 1735689600000}})
-		}
-		for i := files[0]; i < files[1]; i++ {
-			add(enc, i)
-		}
-		enc.Encode(map[string]any{"commitInfo": map[string]any{"timestamp": 1735689600000 + v*1000, "operation": "WRITE"}})
-		if err := os.WriteFile(filepath.Join(root, "_delta_log", fmt.Sprintf("%020d.json", v)), log.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return root
 }
@@ -131,8 +86,8 @@ func TestListingStatsFromReaddirplus(t *testing.T) {
 			// A listing alone looks nothing up. (The kernel keeps the listing:
 			// a later ls -l of this directory reads it from its cache, with no
 			// READDIRPLUS, and looks each file up.)
-			v0 := filepath.Join(cfg.Mountpoint, "t", "@v0", "region=r0")
-			v1 := filepath.Join(cfg.Mountpoint, "t", "@v1", "region=r0")
+			v0 := filepath.Join(cfg.Mountpoint, "t", "@v0", "region=r00")
+			v1 := filepath.Join(cfg.Mountpoint, "t", "@v1", "region=r00")
 			before := lookups()
 			ents, err := os.ReadDir(v0)
 			if err != nil {
@@ -193,11 +148,11 @@ func TestListingStatsFromReaddirplus(t *testing.T) {
 			if parts {
 				// The partition column is in the files: a file's size is not the
 				// stored one.
-				st, err := os.Stat(filepath.Join(root, "region=r0", "part-00000.parquet"))
+				st, err := os.Stat(filepath.Join(root, "region=r00", "part-0000000.parquet"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if second["part-00000.parquet"] == st.Size() {
+				if second["part-0000000.parquet"] == st.Size() {
 					t.Errorf("with partition columns, a file is served with its stored size %d", st.Size())
 				}
 			}

@@ -16,7 +16,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,9 +25,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/deltafs/deltafs/bench/internal/report"
+	"github.com/deltafs/deltafs/internal/testkit/globtable"
 )
 
 func main() {
@@ -54,7 +52,7 @@ func run() error {
 	trials, _ := strconv.Atoi(env("DELTAFS_BENCH_TRIALS", "3"))
 	work, _ := filepath.Abs(env("GLOBBENCH_DIR", "bench/out/glob"))
 	table := filepath.Join(work, fmt.Sprintf("table-%d", n))
-	if err := generate(table, n); err != nil {
+	if err := globtable.Generate(globtable.Spec{Dir: table, Files: n}); err != nil {
 		return err
 	}
 	// The figures are warm: the table's files in the page cache, as after
@@ -173,65 +171,4 @@ func timed(work, bin string, flags []string, table string, cmd func(string) *exe
 		return 0, "", fmt.Errorf("%v: %v: %s", c.Args, err, stderr.String())
 	}
 	return d, out.String(), nil
-}
-
-// row is the content of every data file: the partition column "region"
-// lives in the directory names only, as Spark writes it.
-type row struct {
-	ID    int64  `parquet:"id"`
-	Value string `parquet:"value,optional"`
-}
-
-// generate writes, unless it exists, a table of n small data files in 100
-// partitions, committed in versions of 10,000 adds with a checkpoint-free
-// log.
-func generate(dir string, n int) error {
-	if _, err := os.Stat(filepath.Join(dir, "_delta_log")); err == nil {
-		return nil
-	}
-	tmp := dir + ".tmp"
-	os.RemoveAll(tmp)
-	if err := os.MkdirAll(filepath.Join(tmp, "_delta_log"), 0o755); err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[row](&buf)
-	if _, err := w.Write([]row{{1, "a"}, {2, "b"}, {3, "c"}}); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	data := buf.Bytes()
-	schema := `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},` +
-		`{"name":"value","type":"string","nullable":true,"metadata":{}},{"name":"region","type":"string","nullable":true,"metadata":{}}]}`
-	const perCommit = 10_000
-	for v := 0; v*perCommit < n; v++ {
-		var log bytes.Buffer
-		enc := json.NewEncoder(&log)
-		if v == 0 {
-			enc.Encode(map[string]any{"protocol": map[string]any{"minReaderVersion": 1, "minWriterVersion": 2}})
-			enc.Encode(map[string]any{"metaData": map[string]any{"id": "globbench", "format": map[string]any{"provider": "parquet", "options": map[string]any{}},
-				"schemaString": schema, "partitionColumns": []string{"region"}, "configuration": map[string]any{}, "createdTime": 1735689600000}})
-		}
-		for i := v * perCommit; i < min(n, (v+1)*perCommit); i++ {
-			region := fmt.Sprintf("r%02d", i%100)
-			p := fmt.Sprintf("region=%s/part-%07d.parquet", region, i)
-			full := filepath.Join(tmp, p)
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				return err
-			}
-			if err := os.WriteFile(full, data, 0o644); err != nil {
-				return err
-			}
-			enc.Encode(map[string]any{"add": map[string]any{"path": p, "partitionValues": map[string]string{"region": region},
-				"size": len(data), "modificationTime": 1735689600000, "dataChange": true,
-				"stats": `{"numRecords":3,"minValues":{"id":1},"maxValues":{"id":3},"nullCount":{"id":0}}`}})
-		}
-		enc.Encode(map[string]any{"commitInfo": map[string]any{"timestamp": 1735689600000 + v*1000, "operation": "WRITE"}})
-		if err := os.WriteFile(filepath.Join(tmp, "_delta_log", fmt.Sprintf("%020d.json", v)), log.Bytes(), 0o644); err != nil {
-			return err
-		}
-	}
-	return os.Rename(tmp, dir)
 }
