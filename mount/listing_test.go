@@ -28,8 +28,8 @@ func listingTable(t *testing.T, n int) string {
 	return root
 }
 
-// lsL lists dir as ls -l does (a chunk of entries read, each entry
-// lstat-ed, then the next chunk) and returns each file's size.
+// lsL lists dir a chunk at a time, lstat-ing each entry (so deciding every
+// file's size), and returns each file's size.
 func lsL(t *testing.T, dir string) map[string]int64 {
 	t.Helper()
 	d, err := os.Open(dir)
