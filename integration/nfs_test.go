@@ -24,6 +24,7 @@ import (
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 	"github.com/willscott/go-nfs-client/nfs/xdr"
 
+	"github.com/deltafs/deltafs/internal/testkit/nfsdial"
 	"github.com/deltafs/deltafs/internal/testkit/scalegen"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 	"github.com/deltafs/deltafs/mount"
@@ -64,7 +65,7 @@ func serveNFSServer(t *testing.T, cfg mount.Config) (*nfsc.Target, *mount.Server
 	if err != nil {
 		t.Fatalf("serve nfs: %v", err)
 	}
-	c, err := rpc.DialTCP("tcp", srv.Addr(), false)
+	c, err := nfsdial.Dial(srv.Addr())
 	if err != nil {
 		srv.Unmount()
 		t.Fatal(err)

@@ -18,6 +18,8 @@ import (
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 	"github.com/willscott/go-nfs-client/nfs/xdr"
+
+	"github.com/deltafs/deltafs/internal/testkit/nfsdial"
 )
 
 // countingFS counts the lookups a RawFileSystem hands out and gets back,
@@ -92,7 +94,7 @@ func serveDir(t *testing.T, dir string) (*nfsc.Target, *Server, *countingFS) {
 
 func dial(t *testing.T, addr, export string) *nfsc.Target {
 	t.Helper()
-	c, err := rpc.DialTCP("tcp", addr, false)
+	c, err := nfsdial.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func TestServeDir(t *testing.T) {
 // Only the export "/" mounts.
 func TestMountOtherExportRefused(t *testing.T) {
 	_, srv, _ := serveDir(t, t.TempDir())
-	c, err := rpc.DialTCP("tcp", srv.Addr().String(), false)
+	c, err := nfsdial.Dial(srv.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 	"github.com/willscott/go-nfs-client/nfs/xdr"
 
+	"github.com/deltafs/deltafs/internal/testkit/nfsdial"
 	"github.com/deltafs/deltafs/mount"
 )
 
@@ -44,7 +45,7 @@ func serveNFSTable(work, root string) (*nfsServed, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := rpc.DialTCP("tcp", srv.Addr(), false)
+	c, err := nfsdial.Dial(srv.Addr())
 	if err != nil {
 		srv.Unmount()
 		return nil, err

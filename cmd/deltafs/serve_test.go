@@ -14,6 +14,7 @@ import (
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 
+	"github.com/deltafs/deltafs/internal/testkit/nfsdial"
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
@@ -40,7 +41,7 @@ func TestServeNFS(t *testing.T) {
 			t.Fatalf("no serving line; stderr:\n%s", stderr.String())
 		}
 	}
-	c, err := rpc.DialTCP("tcp", addr, false)
+	c, err := nfsdial.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,40 @@
+// Package nfsdial connects the NFS test client (go-nfs-client) to a server.
+//
+// The client binds its connection to a local port it picks at random from
+// 49152-65535, and retries another port only for privileged ports; an
+// unprivileged pick that lands on a port in use (another connection's, or
+// one in TIME_WAIT) fails the dial with EADDRINUSE. On a busy test machine
+// that happens about once in a few thousand dials: enough to fail a CI run.
+// Dial picks again, as the client does for privileged ports.
+package nfsdial
+
+import (
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/willscott/go-nfs-client/nfs/rpc"
+)
+
+// attempts bounds the retries: the chance that 20 random picks all hit a
+// port in use is nil unless the range is exhausted, which is an error worth
+// seeing.
+const attempts = 20
+
+// Dial connects an unprivileged RPC client to the server at addr.
+func Dial(addr string) (*rpc.Client, error) {
+	var err error
+	for i := 0; i < attempts; i++ {
+		var c *rpc.Client
+		if c, err = rpc.DialTCP("tcp", addr, false); err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, err
+		}
+		// The client seeds its pick with the time in nanoseconds: let
+		// it move on.
+		time.Sleep(time.Millisecond)
+	}
+	return nil, err
+}
