@@ -139,6 +139,13 @@ func TestNFSInboxAppends(t *testing.T) {
 		if after != before.Version()+1 || commitAdds(t, root, after) != 1 {
 			t.Fatalf("version %d after the settle time, want %d with one add", after, before.Version()+1)
 		}
+		// Nothing waits on a settled file's commit, so its status line
+		// is written just after the version is: wait for it.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if e := lastNFSStatus(t, v); e.File == "letter=zz/final.parquet" {
+				break
+			}
+		}
 		if e := lastNFSStatus(t, v); e.Version == nil || *e.Version != after || e.File != "letter=zz/final.parquet" {
 			t.Errorf("last status %+v, want letter=zz/final.parquet as version %d", e, after)
 		}
