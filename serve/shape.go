@@ -469,10 +469,10 @@ const localWarmWorkers = 8
 // An object store's table reads up to warmWorkers footers at once, for
 // verdicts only (a rewrite would fetch blocks of every file listed); a
 // warm-up that finds every worker busy is dropped, never queued. A local
-// table's warm-up is one worker that also sizes footer-only rewrites
-// (partition columns from the splice alone, column mapping by laying the
-// rewrite out), and a new listing's warm-up replaces the one before: a
-// listing walks one directory at a time.
+// table's warm-up runs localWarmWorkers workers that also size
+// footer-only rewrites (partition columns from the splice alone, column
+// mapping by laying the rewrite out), and a new listing's warm-up
+// replaces the one before: a listing walks one directory at a time.
 func (t *Table) Warm(snap *delta.Snapshot, adds []*delta.Add) {
 	if len(adds) < 2 {
 		return
