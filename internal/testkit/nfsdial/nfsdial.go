@@ -3,9 +3,9 @@
 // The client binds its connection to a local port it picks at random from
 // 49152-65535, and retries another port only for privileged ports; an
 // unprivileged pick that lands on a port in use (another connection's, or
-// one in TIME_WAIT) fails the dial with EADDRINUSE. On a busy test machine
-// that happens about once in a few thousand dials: enough to fail a CI run.
-// Dial picks again, as the client does for privileged ports.
+// one in TIME_WAIT; the kernel's ephemeral range overlaps it) fails the
+// dial with EADDRINUSE: rare, and it failed a CI run once. Dial picks
+// again, as the client does for privileged ports.
 package nfsdial
 
 import (
@@ -16,9 +16,8 @@ import (
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 )
 
-// attempts bounds the retries: the chance that 20 random picks all hit a
-// port in use is nil unless the range is exhausted, which is an error worth
-// seeing.
+// attempts bounds the retries: 20 random picks all landing on ports in use
+// means most of the range is taken, an error worth seeing.
 const attempts = 20
 
 // Dial connects an unprivileged RPC client to the server at addr.
