@@ -82,6 +82,11 @@ type Files interface {
 	// an implementation may find them ahead, in the background, bounded.
 	// It never blocks.
 	Warm(snap *delta.Snapshot, adds []*delta.Add)
+	// Prepare hints that snap became its table's newest version: an
+	// implementation may prepare, in the background, what the first stat
+	// of any of its files needs, without reading any file. It never
+	// blocks.
+	Prepare(snap *delta.Snapshot)
 	// ChangeSize and OpenChange are Size and Open for a change file of a
 	// range whose newest snapshot is end, with its rows keep or drop
 	// (Table.Rows).

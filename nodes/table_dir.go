@@ -120,6 +120,9 @@ func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {
 	}
 	changed = d.latest == nil || d.latest.Version() != snap.Version()
 	d.latest, d.refused, d.stale = snap, nil, nil
+	if changed && d.files != nil {
+		d.files.Prepare(snap)
+	}
 	return changed, nil
 }
 

@@ -51,3 +51,44 @@ func TestRefreshNeverMovesLatestBack(t *testing.T) {
 		t.Errorf("after a stale refresh, Version() = %d, %v; want 1, true", v, ok)
 	}
 }
+
+// preparingFiles records the snapshots Prepare was given.
+type preparingFiles struct {
+	Files
+	prepared []int64
+}
+
+func (p *preparingFiles) Prepare(snap *delta.Snapshot) { p.prepared = append(p.prepared, snap.Version()) }
+
+// TestRefreshPreparesNewVersions: a refresh that finds a new newest version
+// hints it to the table's Files (which makes ready what every first stat
+// needs); one that finds the same version, or an older one, does not.
+func TestRefreshPreparesNewVersions(t *testing.T) {
+	ctx := context.Background()
+	st, err := blobstore.Open(ctx, testenv.Fixture(t, "dat/basic_append"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	real := delta.Open(st, delta.Options{})
+	v0, err := real.Snapshot(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := real.Snapshot(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := &staleTable{Table: real, latest: v0}
+	files := &preparingFiles{}
+	d := NewTableDir(NewEnv(Options{}), "t", tbl, files)
+	for _, s := range []*delta.Snapshot{v0, v0, v1, v0, v1} {
+		tbl.latest = s
+		if _, err := d.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(files.prepared) != 2 || files.prepared[0] != 0 || files.prepared[1] != 1 {
+		t.Errorf("Prepare was given versions %v; want [0 1]", files.prepared)
+	}
+}
