@@ -19,6 +19,10 @@
 //	DELTAFS_BENCH_DIR            where to generate (default: a temp dir, removed)
 //	DELTAFS_BENCH_DELTAFS        a deltafs binary: the first reads (sequential, DV) also through a mount process of their own
 //	DELTAFS_BENCH_CPUPROFILE     write a CPU profile of the run (the FUSE servers run in this process)
+//
+// With DELTAFS_BENCH_DELTAFS, the sequential first reads are also timed through go-fuse's
+// loopback in a process of its own, which this binary serves when run as
+// "mountbench loopback-serve SRC MNT".
 package main
 
 import (
@@ -78,6 +82,13 @@ func loadOptions() options {
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == loopbackServe { // a fresh process's loopback (loopbackFreshRead)
+		if err := serveLoopback(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "mountbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Geteuid() != 0 {
 		fmt.Println("mountbench: skipped: needs root (drop_caches, FUSE passthrough)")
 		return
