@@ -219,18 +219,26 @@ func (t *Table) startCopy(key string, work func(ctx context.Context)) {
 	})
 }
 
-// copyNotBuilt logs why a copy was not built: a warning, or an info line
-// when the disk cache is full of files held open (as often as copies are
-// tried then; the cache's metrics say so too).
+// copyNotBuilt logs why a copy was not built (copyNotKept).
 func (t *Table) copyNotBuilt(f *delta.LiveFile, err error) {
+	t.copyNotKept(f, "deltafs: materialized copy not built; the file is served as before", err)
+}
+
+// copyNotKept logs msg, that a copy was not built or not kept because of
+// err: a warning, an info line when the disk cache is full of files held
+// open (as often as copies are tried then; the cache's metrics say so
+// too), and a debug line when Close stopped it (the mount is going away:
+// a mount unmounted right after a file's second open would otherwise
+// warn of what nobody lost).
+func (t *Table) copyNotKept(f *delta.LiveFile, msg string, err error) {
 	level := slog.LevelWarn
 	switch {
 	case errors.Is(err, blobcache.ErrDiskFull):
 		level = slog.LevelInfo
 	case t.bg.Err() != nil:
-		level = slog.LevelDebug // stopped by Close: the mount is going away
+		level = slog.LevelDebug
 	}
-	t.log.Log(context.Background(), level, "deltafs: materialized copy not built; the file is served as before", "table", t.name, "file", f.Key, "err", err)
+	t.log.Log(context.Background(), level, msg, "table", t.name, "file", f.Key, "err", err)
 }
 
 // buildCopy writes the copy of f's rewrite (keyed key, size bytes) and its
@@ -273,7 +281,7 @@ func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	})
 	if err != nil {
 		df.Discard() // a copy without a sum could never be checked
-		t.log.Warn("deltafs: materialized copy not kept: its sum could not be written", "table", t.name, "file", f.Key, "err", err)
+		t.copyNotKept(f, "deltafs: materialized copy not kept: its sum could not be written", err)
 		return
 	}
 	sf.Close()

@@ -3,11 +3,16 @@ package serve
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 )
 
@@ -308,4 +313,33 @@ func TestCopyBeingBuiltIsNotDiscarded(t *testing.T) {
 		t.Fatal("an open discarded the copy being built")
 	}
 	df.Close()
+}
+
+// levelsHandler records the level of each log record.
+type levelsHandler struct{ levels *[]slog.Level }
+
+func (h levelsHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h levelsHandler) Handle(_ context.Context, r slog.Record) error {
+	*h.levels = append(*h.levels, r.Level)
+	return nil
+}
+func (h levelsHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h levelsHandler) WithGroup(string) slog.Handler      { return h }
+
+// A copy not built or not kept is a warning while the mount runs, an info
+// line when the disk cache is full, and a debug line once Close stopped
+// the table's background work (an unmount right after a file's second
+// open loses nothing anybody needs to hear about).
+func TestCopyNotKeptLevels(t *testing.T) {
+	var levels []slog.Level
+	tbl, _ := openFixture(t, "dat/basic_append", Options{Logger: slog.New(levelsHandler{&levels})})
+	f := &delta.LiveFile{Key: "part-0.parquet"}
+	tbl.copyNotKept(f, "not kept", errors.New("disk error"))
+	tbl.copyNotBuilt(f, fmt.Errorf("write: %w", blobcache.ErrDiskFull))
+	tbl.Close()
+	tbl.copyNotKept(f, "not kept", context.Canceled)
+	want := []slog.Level{slog.LevelWarn, slog.LevelInfo, slog.LevelDebug}
+	if !slices.Equal(levels, want) {
+		t.Errorf("levels %v, want %v", levels, want)
+	}
 }
