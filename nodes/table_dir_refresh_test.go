@@ -18,25 +18,32 @@ type staleTable struct {
 
 func (s *staleTable) Latest(context.Context) (*delta.Snapshot, error) { return s.latest, nil }
 
-// TestRefreshNeverMovesLatestBack: two refreshes can overlap (the refresh
-// loop and an inbox commit's); the one that read an older version and
-// finished last must not move @latest back from the commit's version.
-func TestRefreshNeverMovesLatestBack(t *testing.T) {
+// basicAppend returns the table of the basic_append fixture and its
+// versions 0 and 1.
+func basicAppend(t *testing.T) (real Table, v0, v1 *delta.Snapshot) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := blobstore.Open(ctx, testenv.Fixture(t, "dat/basic_append"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	real := delta.Open(st, delta.Options{})
-	v0, err := real.Snapshot(ctx, 0)
-	if err != nil {
+	real = delta.Open(st, delta.Options{})
+	if v0, err = real.Snapshot(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	v1, err := real.Snapshot(ctx, 1)
-	if err != nil {
+	if v1, err = real.Snapshot(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	return real, v0, v1
+}
+
+// TestRefreshNeverMovesLatestBack: two refreshes can overlap (the refresh
+// loop and an inbox commit's); the one that read an older version and
+// finished last must not move @latest back from the commit's version.
+func TestRefreshNeverMovesLatestBack(t *testing.T) {
+	ctx := context.Background()
+	real, v0, v1 := basicAppend(t)
 	tbl := &staleTable{Table: real, latest: v1}
 	d := NewTableDir(NewEnv(Options{}), "t", tbl, nil)
 	if changed, err := d.Refresh(ctx); err != nil || !changed {
@@ -65,20 +72,7 @@ func (p *preparingFiles) Prepare(snap *delta.Snapshot) { p.prepared = append(p.p
 // needs); one that finds the same version, or an older one, does not.
 func TestRefreshPreparesNewVersions(t *testing.T) {
 	ctx := context.Background()
-	st, err := blobstore.Open(ctx, testenv.Fixture(t, "dat/basic_append"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	real := delta.Open(st, delta.Options{})
-	v0, err := real.Snapshot(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1, err := real.Snapshot(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	real, v0, v1 := basicAppend(t)
 	tbl := &staleTable{Table: real, latest: v0}
 	files := &preparingFiles{}
 	d := NewTableDir(NewEnv(Options{}), "t", tbl, files)

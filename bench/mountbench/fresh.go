@@ -98,15 +98,21 @@ func firstRead(dir string, stop func() error, root, name string, size int64, cac
 			err = serr
 		}
 	}()
-	backing := filepath.Join(root, name)
-	if cached {
-		if _, err := readFile(backing, size); err != nil {
-			return 0, err
-		}
-	} else {
-		dropCaches(backing)
+	if err := cacheOrDrop(filepath.Join(root, name), size, cached); err != nil {
+		return 0, err
 	}
 	return readFile(filepath.Join(dir, name), size)
+}
+
+// cacheOrDrop reads the stored file backing (size bytes) into the page
+// cache, or drops it from there, as cached says.
+func cacheOrDrop(backing string, size int64, cached bool) error {
+	if !cached {
+		dropCaches(backing)
+		return nil
+	}
+	_, err := readFile(backing, size)
+	return err
 }
 
 // freshMount mounts the table at root with bin, a process of its own, on
@@ -200,12 +206,8 @@ func serveLoopback(src, mnt string) error {
 // process's first read, taken just before that process starts.
 func nativeFirstRead(root, name string, size int64, cached bool) (time.Duration, error) {
 	backing := filepath.Join(root, name)
-	if cached {
-		if _, err := readFile(backing, size); err != nil {
-			return 0, err
-		}
-	} else {
-		dropCaches(backing)
+	if err := cacheOrDrop(backing, size, cached); err != nil {
+		return 0, err
 	}
 	return readFile(backing, size)
 }
