@@ -65,7 +65,9 @@ type preparingFiles struct {
 	prepared []int64
 }
 
-func (p *preparingFiles) Prepare(snap *delta.Snapshot) { p.prepared = append(p.prepared, snap.Version()) }
+func (p *preparingFiles) Prepare(snap *delta.Snapshot) {
+	p.prepared = append(p.prepared, snap.Version())
+}
 
 // TestRefreshPreparesNewVersions: a refresh that finds a new newest version
 // hints it to the table's Files (which makes ready what every first stat
