@@ -241,6 +241,10 @@ func (t *Table) copyNotKept(f *delta.LiveFile, msg string, err error) {
 	t.log.Log(context.Background(), level, msg, "table", t.name, "file", f.Key, "err", err)
 }
 
+// copyChunk is how much of a copy is read from the composite and written
+// at a time.
+const copyChunk = 1 << 20
+
 // buildCopy writes the copy of f's rewrite (keyed key, size bytes) and its
 // sum, from the composite.
 func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, key string, size int64) {
@@ -261,7 +265,7 @@ func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	df, err := t.cache.Derived(ctx, dataKey, func(w io.Writer) error {
 		built = true
 		h := crc32.New(castagnoli)
-		_, err := io.Copy(io.MultiWriter(w, h), io.NewSectionReader(ctxReaderAt{ctx, c}, 0, size))
+		_, err := io.CopyBuffer(io.MultiWriter(w, h), io.NewSectionReader(ctxReaderAt{ctx, c}, 0, size), make([]byte, copyChunk))
 		sum = h.Sum32()
 		return err
 	})
