@@ -237,7 +237,9 @@ func dvReread(t *dvTable, work string, v int64) (rereads, error) {
 		return r, err
 	}
 	if v > 0 {
-		for !hasFileOfSize(cacheDir, r.size) {
+		// The copy and then its 16-byte sum, written after it: an open
+		// between the two is still served by the composite.
+		for !hasFileOfSize(cacheDir, r.size) || !hasFileOfSize(cacheDir, 16) {
 			if time.Since(opened) > time.Minute {
 				return r, fmt.Errorf("no materialized copy a minute after the second open")
 			}
