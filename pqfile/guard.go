@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
-	"github.com/pierrec/lz4/v4"
 )
 
 // Guards run before parquet-go parses a file that deltafs did not write
@@ -72,41 +72,46 @@ func FooterNumRows(r io.ReaderAt, size int64) (n int64, err error) {
 	return f.NumRows(), nil
 }
 
-// maxPageBytes bounds a page's uncompressed size: parquet-go allocates it
-// before decompressing. Writers use pages of about 1 MiB.
-const maxPageBytes = 256 << 20
-
 // CheckPages walks the page headers of every column chunk of f (a file of
 // size bytes read through r, whose footer passed CheckFooter): each chunk
-// must lie in the file, each page's compressed bytes in its chunk and its
-// uncompressed size under 256 MiB. parquet-go allocates both sizes from a
+// must lie in the file, each page's compressed bytes in its chunk and both
+// its sizes within MaxPageBytes. parquet-go allocates both sizes from a
 // page header before reading, so a few hostile bytes could otherwise
-// claim gigabytes. It reads the page headers only (64 KiB windows, 1 MiB
-// for headers with large statistics).
+// claim gigabytes; what it then decompresses goes through the bounded
+// decoders of codecs.go. It reads the page headers only (64 KiB windows,
+// 1 MiB for headers with large statistics).
 func CheckPages(r io.ReaderAt, size int64, f *parquet.File) error {
-	for i, rg := range f.Metadata().RowGroups {
-		for j, cc := range rg.Columns {
-			m := cc.MetaData
-			start := m.DataPageOffset
-			if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
-				start = m.DictionaryPageOffset
-			}
-			if start < 4 || m.TotalCompressedSize < 0 || m.TotalCompressedSize > size-start {
-				return fmt.Errorf("%w: row group %d column %d: chunk [%d,+%d) outside a file of %d bytes", ErrCorrupt, i, j, start, m.TotalCompressedSize, size)
-			}
-			if err := checkPages(r, start, start+m.TotalCompressedSize, m.Codec == format.Lz4Raw); err != nil {
-				return fmt.Errorf("row group %d column %d: %w", i, j, err)
-			}
+	for i := range f.Metadata().RowGroups {
+		if err := checkGroupPages(r, size, &f.Metadata().RowGroups[i]); err != nil {
+			return fmt.Errorf("row group %d: %w", i, err)
 		}
 	}
 	return nil
 }
 
-// checkPages walks the pages of the column chunk [pos, end) of r. With
-// lz4 set (an LZ4_RAW chunk) each page is also trial-decoded into a buffer
-// of its declared size: parquet-go's LZ4 decoder doubles its buffer
-// without bound on a corrupt block.
-func checkPages(r io.ReaderAt, pos, end int64, lz4 bool) error {
+// checkGroupPages is CheckPages for one row group.
+func checkGroupPages(r io.ReaderAt, size int64, rg *format.RowGroup) error {
+	for j, cc := range rg.Columns {
+		m := cc.MetaData
+		if m.Codec != format.Uncompressed && !codecsBounded {
+			return fmt.Errorf("%w: column %d: parquet-go's codec table is not the one deltafs bounds (codecs.go)", ErrUnsupported, j)
+		}
+		start := m.DataPageOffset
+		if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < start {
+			start = m.DictionaryPageOffset
+		}
+		if start < 4 || m.TotalCompressedSize < 0 || m.TotalCompressedSize > size-start {
+			return fmt.Errorf("%w: column %d: chunk [%d,+%d) outside a file of %d bytes", ErrCorrupt, j, start, m.TotalCompressedSize, size)
+		}
+		if err := checkPages(r, start, start+m.TotalCompressedSize); err != nil {
+			return fmt.Errorf("column %q: %w", strings.Join(m.PathInSchema, "."), err)
+		}
+	}
+	return nil
+}
+
+// checkPages walks the pages of the column chunk [pos, end) of r.
+func checkPages(r io.ReaderAt, pos, end int64) error {
 	for pos < end {
 		var hdr int
 		var ph pageSizes
@@ -123,13 +128,11 @@ func checkPages(r io.ReaderAt, pos, end int64, lz4 bool) error {
 		if err != nil {
 			return fmt.Errorf("page header at byte %d: %w", pos, err)
 		}
-		if ph.compressed < 0 || ph.compressed > end-pos-int64(hdr) || ph.uncompressed < 0 || ph.uncompressed > maxPageBytes {
+		if ph.compressed < 0 || ph.compressed > end-pos-int64(hdr) || ph.uncompressed < 0 {
 			return fmt.Errorf("%w: page at byte %d: sizes %d compressed, %d uncompressed do not fit", ErrCorrupt, pos, ph.compressed, ph.uncompressed)
 		}
-		if lz4 {
-			if err := checkLZ4Page(r, pos+int64(hdr), ph); err != nil {
-				return fmt.Errorf("page at byte %d: %w", pos, err)
-			}
+		if ph.uncompressed > MaxPageBytes {
+			return fmt.Errorf("page at byte %d: %w", pos, limitf("page of %d bytes inflated is over the limit of %d bytes", ph.uncompressed, MaxPageBytes))
 		}
 		pos += int64(hdr) + ph.compressed
 	}
@@ -139,31 +142,16 @@ func checkPages(r io.ReaderAt, pos, end int64, lz4 bool) error {
 // pageSizes holds the PageHeader fields the checks need.
 type pageSizes struct {
 	uncompressed, compressed int64 // fields 2 and 3
-	levels                   int64 // V2 pages: uncompressed level bytes before the values
-	valuesCompressed         bool  // V2 pages: is_compressed (default true)
 }
 
 // readPageSizes reads the PageHeader struct at the start of b: fields 2
-// (uncompressed_page_size), 3 (compressed_page_size) and, in field 8
-// (data_page_header_v2), the level byte lengths (5, 6) and is_compressed
-// (7). It returns them and the header's length.
+// (uncompressed_page_size) and 3 (compressed_page_size). It returns them
+// and the header's length.
 func readPageSizes(b thriftBuf) (pageSizes, int, error) {
-	ph := pageSizes{valuesCompressed: true}
+	var ph pageSizes
 	i32 := func(f tfield) (int64, int, error) {
 		u, end, err := b.uvarint(f.value)
 		return int64(int32(uint32(u>>1) ^ -uint32(u&1))), end, err
-	}
-	v2 := func(f tfield, _ int) (int, error) {
-		switch {
-		case f.typ == tI32 && (f.id == 5 || f.id == 6):
-			n, end, err := i32(f)
-			ph.levels += max(n, 0)
-			return end, err
-		case (f.typ == tTrue || f.typ == tFalse) && f.id == 7:
-			ph.valuesCompressed = f.typ == tTrue
-			return f.value, nil
-		}
-		return -1, nil
 	}
 	end, err := b.skipStruct(0, 0, func(f tfield, depth int) (int, error) {
 		var err error
@@ -173,27 +161,8 @@ func readPageSizes(b thriftBuf) (pageSizes, int, error) {
 			ph.uncompressed, end, err = i32(f)
 		case f.typ == tI32 && f.id == 3:
 			ph.compressed, end, err = i32(f)
-		case f.typ == tStruct && f.id == 8:
-			end, err = b.skipStruct(f.value, depth+1, v2)
 		}
 		return end, err
 	})
 	return ph, end, err
-}
-
-// checkLZ4Page decodes an LZ4_RAW page body at off into a buffer of the
-// size its header declares; a block that does not fit is corrupt.
-func checkLZ4Page(r io.ReaderAt, off int64, ph pageSizes) error {
-	if !ph.valuesCompressed || ph.levels > ph.compressed || ph.levels > ph.uncompressed {
-		return nil
-	}
-	src := make([]byte, ph.compressed-ph.levels)
-	if err := readFull(r, src, off+ph.levels); err != nil {
-		return err
-	}
-	dst := make([]byte, ph.uncompressed-ph.levels)
-	if n, err := lz4.UncompressBlock(src, dst); err != nil || n != len(dst) {
-		return fmt.Errorf("%w: LZ4_RAW block does not decode to its declared %d bytes", ErrCorrupt, len(dst))
-	}
-	return nil
 }

@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"runtime"
 	"testing"
-
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/format"
 )
 
 // A few bytes claiming a 3 GiB footer, or Thrift lengths the footer cannot
@@ -75,62 +71,9 @@ func TestCheckPages(t *testing.T) {
 		{"truncated header", page(4, 4, 4)[:3], false},
 	}
 	for _, c := range cases {
-		err := checkPages(bytes.NewReader(c.chunk), 0, int64(len(c.chunk)), false)
+		err := checkPages(bytes.NewReader(c.chunk), 0, int64(len(c.chunk)))
 		if (err == nil) != c.ok {
 			t.Errorf("%s: err = %v, want ok=%v", c.name, err, c.ok)
 		}
-	}
-}
-
-// TestCheckPagesLZ4 trial-decodes LZ4_RAW pages: a good file passes, and a
-// page whose block does not decode to its declared size is refused before
-// parquet-go's decoder (which grows its buffer without bound) sees it.
-func TestCheckPagesLZ4(t *testing.T) {
-	type row struct {
-		ID   int64  `parquet:"id"`
-		Name string `parquet:"name"`
-	}
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[row](&buf, parquet.Compression(&parquet.Lz4Raw))
-	rows := make([]row, 5000)
-	for i := range rows {
-		rows[i] = row{int64(i), fmt.Sprintf("name-%d-%d", i, i*7919%1000)}
-	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data := buf.Bytes()
-	open := func(b []byte) error {
-		f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return CheckPages(bytes.NewReader(b), int64(len(b)), f)
-	}
-	if err := open(data); err != nil {
-		t.Fatalf("good LZ4_RAW file: %v", err)
-	}
-	f, _ := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-	m := f.Metadata().RowGroups[0].Columns[1].MetaData
-	if m.Codec != format.Lz4Raw {
-		t.Fatalf("codec %v, want LZ4_RAW", m.Codec)
-	}
-	bad := bytes.Clone(data)
-	// The first bytes of the page body are the LZ4 block's first token
-	// and literal length: 0xff bytes there claim a literal run longer than
-	// the block.
-	_, hdr, err := readPageSizes(data[m.DataPageOffset:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := m.DataPageOffset + int64(hdr)
-	for i := body; i < body+8; i++ {
-		bad[i] = 0xff
-	}
-	if err := open(bad); err == nil {
-		t.Fatal("a corrupt LZ4_RAW page passed")
 	}
 }

@@ -12,9 +12,6 @@ import (
 )
 
 const (
-	// maxPageSize bounds the sizes a page header may declare for the page filter to load the page;
-	// a larger page goes to parquet-go.
-	maxPageSize = 256 << 20
 	// maxHeaderSize bounds an encoded page header (its statistics can hold long values).
 	maxHeaderSize = 1 << 20
 	// firstHeaderRead is the first guess at a page header's size.
@@ -91,8 +88,9 @@ func (f *columnFilter) run() error {
 		if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 || int64(h.CompressedPageSize) > f.r.n-off-hl {
 			return f.corrupt(off, "page of %d bytes overruns the chunk", h.CompressedPageSize)
 		}
-		if h.UncompressedPageSize > maxPageSize || h.CompressedPageSize > maxPageSize {
-			return f.unsupported("page of %d bytes", h.UncompressedPageSize)
+		if h.UncompressedPageSize > MaxPageBytes || h.CompressedPageSize > MaxPageBytes {
+			return fmt.Errorf("column %q: page at byte %d of its chunk: %w", strings.Join(f.md.PathInSchema, "."), off,
+				limitf("page of %d bytes stored, %d inflated, is over the limit of %d bytes", h.CompressedPageSize, h.UncompressedPageSize, MaxPageBytes))
 		}
 		if err := f.page(off, hl, &h); err != nil {
 			return err

@@ -3,8 +3,6 @@ package pqfile
 import (
 	"encoding/binary"
 
-	"github.com/klauspost/compress/snappy"
-	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -157,24 +155,14 @@ func (f *columnFilter) decodeLevels(off int64, lv []byte, pd *pageData) error {
 
 // decompress returns src decompressed with the chunk's codec; it must be size bytes.
 func (f *columnFilter) decompress(off int64, src []byte, size int) ([]byte, error) {
-	codec := f.md.Codec
-	switch {
-	case codec == format.Uncompressed || (size == 0 && len(src) == 0):
-		if len(src) != size {
-			return nil, f.corrupt(off, "page of %d bytes, header says %d", len(src), size)
-		}
-		return src, nil
-	case codec == format.Snappy:
-		if n, err := snappy.DecodedLen(src); err != nil || n != size {
-			return nil, f.corrupt(off, "snappy block of %d bytes, header says %d", n, size)
-		}
-	}
 	buf := grow(f.s.raw, size)
-	out, err := parquet.LookupCompressionCodec(codec).Decode(buf, src)
-	if err != nil || len(out) != size {
-		return nil, f.corrupt(off, "decompress %v page (%d of %d bytes): %v", codec, len(out), size, err)
+	out, err := decompress(f.md.Codec, src, buf)
+	if err != nil {
+		return nil, f.corrupt(off, "%v page of %d bytes declared: %v", f.md.Codec, size, err)
 	}
-	f.s.raw = out
+	if f.md.Codec != format.Uncompressed {
+		f.s.raw = out
+	}
 	return out, nil
 }
 

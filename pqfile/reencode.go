@@ -108,17 +108,16 @@ func checkEncoded(data []byte, src *format.RowGroup, wantRows int64) (*encodedGr
 	return enc, nil
 }
 
-// reencodable reports whether parquet-go v0.32.0 decodes and encodes codec faithfully. LZ4_RAW
-// is, with its codec replaced (lz4fix.go: its reader kept a stale page buffer when the codec
-// reallocated on decompression, parquet-go issue #608); LZ4 (Hadoop framing), LZO and unknown
-// codecs it does not support at all.
+// reencodable reports whether parquet-go v0.32.0 decodes and encodes codec faithfully, through
+// the bounded decoders of codecs.go (LZ4_RAW only through them: parquet-go's own reader kept a
+// stale page buffer when its codec reallocated, parquet-go issue #608). LZ4 (Hadoop framing),
+// LZO and unknown codecs it does not support at all.
 func reencodable(codec format.CompressionCodec) bool {
 	switch codec {
-	case format.Uncompressed, format.Snappy, format.Gzip, format.Brotli, format.Zstd:
+	case format.Uncompressed:
 		return true
-	case format.Lz4Raw:
-		_, fixed := parquet.LookupCompressionCodec(codec).(*lz4RawCodec)
-		return fixed
+	case format.Snappy, format.Gzip, format.Brotli, format.Zstd, format.Lz4Raw:
+		return codecsBounded
 	}
 	return false
 }

@@ -10,10 +10,14 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/pierrec/lz4/v4"
 )
 
 // Page is one data page (v1) as stored.
@@ -202,13 +206,81 @@ func levels[T any](dst []byte, vals []*T) []byte {
 }
 
 // Gzip compresses a page's body, keeping its declared size.
-func Gzip(p Page) Page {
-	var b bytes.Buffer
-	w := gzip.NewWriter(&b)
-	w.Write(p.Body)
-	w.Close()
-	p.Body = b.Bytes()
+func Gzip(p Page) Page { return Compress(p, format.Gzip) }
+
+// Compress compresses a page's body with codec (any Parquet defines but
+// LZO and Hadoop LZ4), keeping its declared size.
+func Compress(p Page, codec format.CompressionCodec) Page {
+	p.Body = compressBytes(codec, p.Body)
 	return p
+}
+
+func compressBytes(codec format.CompressionCodec, b []byte) []byte {
+	var out bytes.Buffer
+	switch codec {
+	case format.Uncompressed:
+		return b
+	case format.Snappy:
+		return snappy.Encode(nil, b)
+	case format.Lz4Raw:
+		dst := make([]byte, lz4.CompressBlockBound(len(b)))
+		n, err := lz4.CompressBlock(b, dst, nil)
+		if err != nil || n == 0 {
+			panic(fmt.Sprintf("lz4: %v", err))
+		}
+		return dst[:n]
+	case format.Gzip:
+		w := gzip.NewWriter(&out)
+		w.Write(b)
+		w.Close()
+	case format.Zstd:
+		w, _ := zstd.NewWriter(&out)
+		w.Write(b)
+		w.Close()
+	case format.Brotli:
+		w := brotli.NewWriter(&out)
+		w.Write(b)
+		w.Close()
+	default:
+		panic(fmt.Sprintf("hostilepq: no compressor for %v", codec))
+	}
+	return out.Bytes()
+}
+
+// Undecodable replaces a page's body with bytes that do not decode under
+// codec (with the body's size), keeping the declared size.
+func Undecodable(p Page, codec format.CompressionCodec) Page {
+	body := compressBytes(codec, p.Body)
+	bad := make([]byte, max(len(body), 16))
+	for i := range bad {
+		bad[i] = 0xff
+	}
+	p.Body = bad
+	return p
+}
+
+// Bomb is a page body under codec (GZIP, ZSTD or Snappy) that declares
+// declared bytes and inflates to inflated bytes of zeros, for a column
+// of one required int64 value. A Snappy block states its decoded length
+// first: that length is inflated, and the block holds the zeros it says.
+func Bomb(codec format.CompressionCodec, declared int32, inflated int64) Page {
+	if codec == format.Gzip {
+		return GzipBomb(declared, inflated)
+	}
+	const member = 64 << 20
+	one := compressBytes(codec, make([]byte, min(inflated, member)))
+	var body []byte
+	switch codec {
+	case format.Zstd: // concatenated frames
+		for n := int64(0); n < inflated; n += member {
+			body = append(body, one...)
+		}
+	case format.Snappy:
+		body = one
+	default:
+		panic(fmt.Sprintf("hostilepq: no bomb for %v", codec))
+	}
+	return Page{NumValues: 1, Uncompressed: declared, Body: body}
 }
 
 // GzipBomb is a gzip page body that declares declared bytes and inflates
