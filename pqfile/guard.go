@@ -166,3 +166,22 @@ func readPageSizes(b thriftBuf) (pageSizes, int, error) {
 	})
 	return ph, end, err
 }
+
+// OpenFile opens a Parquet file deltafs did not write for reading with
+// parquet-go, after CheckFooter and before CheckPages (page indexes and
+// bloom filters are not read). A panic of parquet-go on hostile input is
+// returned as an ErrCorrupt error.
+func OpenFile(r io.ReaderAt, size int64) (f *parquet.File, err error) {
+	defer recoverCorrupt(&err)
+	if err := CheckFooter(r, size); err != nil {
+		return nil, err
+	}
+	f, err = parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if err := CheckPages(r, size, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}

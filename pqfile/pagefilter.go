@@ -196,6 +196,11 @@ func (p *Plan) reencode(i int, leaves []leafInfo, why error, file *parquet.File)
 		why = err
 	}
 	observeReencode(i, why)
+	// parquet-go allocates the sizes page headers declare before reading a page: they are walked
+	// and bounded first.
+	if err := checkGroupPages(p.src, p.size, src); err != nil {
+		return nil, err
+	}
 	return reencodeGroup(file.Root(), file.RowGroups()[i], src, g.deleted)
 }
 

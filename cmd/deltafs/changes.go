@@ -18,6 +18,7 @@ import (
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/pqfile"
 	"github.com/deltafs/deltafs/serve"
 )
 
@@ -214,7 +215,7 @@ func (d *dirSink) close() error { return nil }
 type jsonSink struct{ w *bufio.Writer }
 
 func (j *jsonSink) file(cf delta.ChangeFile, r *io.SectionReader) error {
-	f, err := parquet.OpenFile(r, r.Size())
+	f, err := pqfile.OpenFile(r, r.Size())
 	if err != nil {
 		return fmt.Errorf("change file %s of version %d: %w", cf.Key, cf.Version, err)
 	}
