@@ -2,6 +2,8 @@ package pqfile
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strings"
 
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -158,7 +160,8 @@ func (f *columnFilter) decompress(off int64, src []byte, size int) ([]byte, erro
 	buf := grow(f.s.raw, size)
 	out, err := decompress(f.md.Codec, src, buf)
 	if err != nil {
-		return nil, f.corrupt(off, "%v page of %d bytes declared: %v", f.md.Codec, size, err)
+		return nil, fmt.Errorf("column %q: page at byte %d of its chunk: %v page of %d bytes declared: %w",
+			strings.Join(f.md.PathInSchema, "."), off, f.md.Codec, size, err)
 	}
 	if f.md.Codec != format.Uncompressed {
 		f.s.raw = out
