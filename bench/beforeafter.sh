@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Before/after figures of a change, in one run (issue 24: "measured before
+# Before/after figures of a change, in one run ("measured before
 # and after in one run"): the production-size figures of bench/scalebench
 # taken alternately (the order switching each round: whichever side runs
 # second in a round ran 8-20% slower in every round of a first version of

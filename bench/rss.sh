@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resident memory of deltafs at its baseline (issue 23 item 5): what a
+# Resident memory of deltafs at its baseline: what a
 # `deltafs ls` of a small local table and an idle mount of it hold, split
 # into the process's own memory (RssAnon: heap, stacks) and the binary's
 # pages the kernel has mapped (RssFile: shared with every other deltafs

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The validation of an appended file (issue 20: every page decoded within
+# The validation of an appended file (every page decoded within
 # the validation budget) against DuckDB reading all the columns of the
 # same file, measured in the same run (bench/validatebench).
 #   VALIDATEBENCH_MIB=n (default 256): the file's size.

@@ -152,7 +152,7 @@ func TestDerivedEvictionRespectsOpenFiles(t *testing.T) {
 	}
 
 	// A file bigger than the whole budget is not built: the disk cache
-	// never holds more than its limit (issue 20 item 5).
+	// never holds more than its limit.
 	if big, err := c.Derived(context.Background(), "big", writeBuild(randomBytes(1000, 3), &builds)); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("an oversized build: %v, %v; want ErrDiskFull", big, err)
 	}

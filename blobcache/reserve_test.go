@@ -234,7 +234,7 @@ func dirBytes(t *testing.T, dir string) int64 {
 // readers of rewritten files do, and keeps building: the files on disk
 // never pass the limit (builds past it fail with ErrDiskFull while being
 // written, leaving nothing), and the headroom kept for Reserve still fits
-// a staged upload whatever is open (issue 20 item 5: readers pushed the
+// a staged upload whatever is open (readers pushed the
 // cache past --cache-size, then every inbox write failed).
 func TestOpenFilesKeepTheDiskWithinLimit(t *testing.T) {
 	dir := t.TempDir()

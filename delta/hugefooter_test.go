@@ -40,8 +40,7 @@ func TestHugeFooterLengthAllocatesNothing(t *testing.T) {
 
 // A checkpoint whose schema is a 100,000-deep chain of groups (parquet-go
 // asked for 80 GB building its columns, killing the mount at start or
-// refresh): refused as a corrupt log naming the limit, allocating little
-// (issue 20).
+// refresh): refused as a corrupt log naming the limit, allocating little.
 func TestDeepSchemaCheckpointRefused(t *testing.T) {
 	f := hostilepq.File{DeepChain: 100_000, Columns: []hostilepq.Column{{Name: "id", Type: format.Int64,
 		Pages: []hostilepq.Page{hostilepq.Int64Page(false, hostilepq.Ptrs(10, nil))}}}}
@@ -60,7 +59,7 @@ func TestDeepSchemaCheckpointRefused(t *testing.T) {
 
 // A commit line over action.MaxLineBytes and a log file over MaxLogFileBytes
 // are refused as a corrupt log naming the limit, before the JSON decoder
-// sees them (issue 20: a 300 MB line was read whole).
+// sees them (a 300 MB line was read whole).
 func TestLogSizeLimits(t *testing.T) {
 	defer func(l int, f int64) { action.MaxLineBytes, MaxLogFileBytes = l, f }(action.MaxLineBytes, MaxLogFileBytes)
 	action.MaxLineBytes = 1 << 10

@@ -9,7 +9,7 @@ import (
 	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
-// Concurrent Latest calls share their LISTs (issue 21: each inbox create
+// Concurrent Latest calls share their LISTs (each inbox create
 // made one): 32 callers arriving while a slow LIST is in flight list at
 // most twice what one does (the one in flight, and one shared by every
 // latecomer), and each sees the version that existed when it called.

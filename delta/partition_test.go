@@ -401,7 +401,7 @@ func checkFixturePartitionValues(t *testing.T, name string, commits []fixtureCom
 }
 
 // TestCanonicalPartitionValueAsSpark: the values a writer is given are
-// judged as Spark judges them (issue 22): one null spelling for every input,
+// judged as Spark judges them: one null spelling for every input,
 // no invalid UTF-8, timestamp_ntz keeping its wall clock when a zone is
 // written (Spark's Cast of a string to timestamp_ntz:
 // DateTimeUtils.stringToTimestampWithoutTimeZone with allowTimeZone = true),

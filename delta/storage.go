@@ -131,7 +131,7 @@ func ReadAll(ctx context.Context, s Storage, key string) ([]byte, error) {
 	return io.ReadAll(rc)
 }
 
-// Limits on log files deltafs reads (issue 20), checked before a file or
+// Limits on log files deltafs reads, checked before a file or
 // a line is decoded; a file over one is a corrupt log (ErrCorruptLog)
 // naming the limit. A hostile 300 MB commit line was read whole (680 MB
 // of memory). One line's limit is action.MaxLineBytes.

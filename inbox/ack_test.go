@@ -17,7 +17,7 @@ import (
 )
 
 // Tests that an acknowledgement (close() or rename() returning 0) is
-// given only once the file is committed (issue 21).
+// given only once the file is committed.
 
 // mountInboxEnv is mountInbox with the Env adjusted by set before the mount.
 func mountInboxEnv(t *testing.T, w *fakeWriter, set func(*Env)) string {

@@ -533,7 +533,7 @@ func TestInboxDupClosedEarly(t *testing.T) {
 	}
 }
 
-// TestInboxPartitionDirsUTF8: issue 22. A directory DuckDB or pyarrow names
+// TestInboxPartitionDirsUTF8: a directory DuckDB or pyarrow names
 // (the UTF-8 bytes of "ünï" percent-encoded) means "ünï", not the Latin-1
 // "Ã¼nÃ¯"; one whose bytes are not UTF-8 is refused with the reason in the
 // status file.

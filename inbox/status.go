@@ -229,7 +229,7 @@ func (f *InfoFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	return nodes.BytesHandle(f.text(ctx)), fuse.FOPEN_DIRECT_IO, 0
 }
 
-// statusErrorMax caps the error text of one status line (issue 20): a
+// statusErrorMax caps the error text of one status line: a
 // refusal quoting what a hostile file declares must not make a line of
 // kilobytes; the log line keeps the whole text.
 const statusErrorMax = 1024

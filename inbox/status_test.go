@@ -15,7 +15,7 @@ func TestStatusLogNoHTMLEscapes(t *testing.T) {
 	}
 }
 
-// A refusal's text is capped in _status.jsonl (issue 20: a 20 KB line
+// A refusal's text is capped in _status.jsonl (a 20 KB line
 // for a hostile schema), cut at a UTF-8 boundary and saying so.
 func TestStatusLogCapsErrors(t *testing.T) {
 	l := newStatusLog("")

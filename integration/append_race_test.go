@@ -1,7 +1,7 @@
 package integration
 
 // Concurrent appends to one local table from two `deltafs mount`
-// processes and several `deltafs append` processes at once (issue 4):
+// processes and several `deltafs append` processes at once:
 // every append lands exactly once, in contiguous versions, and no commit
 // is overwritten: each writer's version holds its own file.
 

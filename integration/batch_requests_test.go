@@ -1,6 +1,6 @@
 package integration
 
-// The requests one batch of many files makes to S3 (issue 21: every
+// The requests one batch of many files makes to S3 (every
 // create, mkdir and batch file made a LIST). Run with
 //
 //	go test ./integration -run '^$' -bench BenchmarkS3BatchRequests -benchtime 1x

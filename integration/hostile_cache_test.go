@@ -147,7 +147,7 @@ func TestCacheDirRemovedInboxStillWorks(t *testing.T) {
 // rows open in two tables of a mount whose --cache-size holds one patch.
 // The disk cache never passes --cache-size (the second patch is served
 // from memory, with the same rows), and an append through the inbox
-// still commits (issue 20 item 5: the cache grew past its limit and
+// still commits (the cache grew past its limit and
 // every inbox write failed with ENOSPC until the readers closed).
 func TestReadersHoldingFilesKeepCacheSize(t *testing.T) {
 	testenv.RequireFUSE(t)

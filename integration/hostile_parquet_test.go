@@ -1,6 +1,6 @@
 package integration
 
-// Hostile Parquet files through the inbox (issue 20): each is refused
+// Hostile Parquet files through the inbox: each is refused
 // with its reason while the mount serves on, within the documented
 // memory bound, and a plain DuckDB glob of @latest still reads.
 

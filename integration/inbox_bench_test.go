@@ -1,7 +1,7 @@
 package integration
 
-// Benchmarks of appends through the inbox of a `deltafs mount` process
-// (issue 4), each reported as a ratio to a baseline measured in the same
+// Benchmarks of appends through the inbox of a `deltafs mount` process, each
+// reported as a ratio to a baseline measured in the same
 // iteration: a 64 MiB drop against a plain copy plus one small commit,
 // small-file commits/s against writeback's in-process floor, and 8
 // concurrent writers against one.
@@ -95,7 +95,7 @@ func timedWrite(b *testing.B, path string, data []byte) (total, closeTime time.D
 // BenchmarkInboxDrop64MiB: writing a 64 MiB Parquet file into the inbox
 // until close() returns (the commit included), against a plain copy of
 // the same bytes to a local file plus one small-file drop (one commit).
-// Issue 4's target is on close()'s latency: close/(copy+commit) <= 1.3;
+// The target is on close()'s latency: close/(copy+commit) <= 1.3;
 // drop/(copy+commit) also counts the writes through FUSE.
 func BenchmarkInboxDrop64MiB(b *testing.B) {
 	inbox := benchMount(b)

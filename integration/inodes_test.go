@@ -39,8 +39,8 @@ func versionInodes(t *testing.T, dir string) (map[string]uint64, map[string][]by
 
 // TestUnchangedFilesKeepTheirInode: a data file served with the same
 // bytes in several versions is one inode (and one page cache) in all of
-// them, so a new @latest after an append keeps every unchanged file warm
-// (issue 23 item 4); a file whose served bytes change (the schema grew,
+// them, so a new @latest after an append keeps every unchanged file warm; a
+// file whose served bytes change (the schema grew,
 // so it gains a null column) is another inode.
 func TestUnchangedFilesKeepTheirInode(t *testing.T) {
 	testenv.RequireFUSE(t)

@@ -1,7 +1,7 @@
 package integration
 
-// Files an inbox commits into a local table are read by other users
-// (issue 21): the staged file hard-linked into the table as the data
+// Files an inbox commits into a local table are read by other users: the
+// staged file hard-linked into the table as the data
 // file, and everything the commit writes, follow the mount's umask.
 
 import (

@@ -1,6 +1,6 @@
 package integration
 
-// One table's poison stays in that table (issue 20 item 3): a hostile
+// One table's poison stays in that table: a hostile
 // checkpoint or commit makes its table refused with the reason, at mount
 // and at refresh alike, while the mount's other tables are served and
 // appended to.

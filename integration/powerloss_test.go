@@ -1,6 +1,6 @@
 package integration
 
-// Power-loss safety of appends (issue 21): the table lives on powerfs, a
+// Power-loss safety of appends: the table lives on powerfs, a
 // FUSE file system in the test that keeps what was not fsynced only in
 // memory and drops it when the power is cut (every file's unsynced bytes,
 // every name its directory did not fsync). The real commit paths run on

@@ -240,8 +240,8 @@ func TestPermissions(t *testing.T) {
 // TestAllowOtherMirrorsSource mounts local tables for other users
 // (allow_other, no --uid or --gid): each entry shows its source's owner,
 // group and mode (write bits cleared; inbox/ takes _delta_log's), and the
-// kernel lets each user do exactly what that user could do on the source
-// (issue 20 item 4). Before, every user listed every table, read a 0700
+// kernel lets each user do exactly what that user could do on the source.
+// Before, every user listed every table, read a 0700
 // table, a 0600 data file and root's staged temporary.
 func TestAllowOtherMirrorsSource(t *testing.T) {
 	if os.Geteuid() != 0 {

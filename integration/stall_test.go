@@ -1,7 +1,7 @@
 package integration
 
-// A store that accepts a PUT and never answers must not hang close()
-// (issue 21): the commit is capped by Config.CommitTimeout, the answer is
+// A store that accepts a PUT and never answers must not hang close(): the
+// commit is capped by Config.CommitTimeout, the answer is
 // EIO with the reason in _status.jsonl, and a commit whose answer was
 // lost is never committed a second time.
 

@@ -78,7 +78,7 @@ func TestFillAttrNoZeroTime(t *testing.T) {
 	}
 }
 
-// Out of file descriptors is EMFILE / ENFILE, not EIO (issue 20): the
+// Out of file descriptors is EMFILE / ENFILE, not EIO: the
 // caller learns which limit to raise.
 func TestFdLimitErrnos(t *testing.T) {
 	env := NewEnv(Options{})

@@ -7,7 +7,8 @@
 //
 // It knows Delta only through the engine's value types (snapshots, live
 // files) and asks package serve (through Files) for the bytes of data
-// files. Every errno is chosen in errno.go, the inbox's too.
+// files. Go errors become errnos in errno.go, for the inbox too; a node
+// answers a rule of the tree's own (EROFS, ENOENT, EEXIST) directly.
 package nodes
 
 import (

@@ -53,7 +53,7 @@ func (e *Env) metaErrno(op string, err error, attrs ...any) syscall.Errno {
 }
 
 // failErrno logs a failure and answers EIO, or EMFILE / ENFILE when the
-// process or the system ran out of file descriptors (issue 20: at the fd
+// process or the system ran out of file descriptors (at the fd
 // limit opens failed with EIO, which says the data is bad), so that the
 // caller sees a limit it can raise.
 func (e *Env) failErrno(op string, err error, attrs []any) syscall.Errno {

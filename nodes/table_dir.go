@@ -93,7 +93,7 @@ func (d *TableDir) Ino() uint64 { return StableIno(kindTable, d.name, 0, "") }
 // before any success refuses the table, with the error as the reason, and
 // so does a log that cannot be read for what it holds (a corrupt or
 // hostile commit or checkpoint, an unsupported feature) whenever it
-// appears: the same rule at mount time and later (issue 20). Only this
+// appears: the same rule at mount time and later. Only this
 // table is refused; its older @vN stay readable where they do not
 // depend on the damage.
 func (d *TableDir) Refresh(ctx context.Context) (changed bool, err error) {

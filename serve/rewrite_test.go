@@ -94,7 +94,7 @@ func TestCompositeEntryMatchesRewrite(t *testing.T) {
 // cache too small for its patch (as when readers hold the cache's files
 // open): the patch is served from memory with the same bytes, charged to
 // the uncached budget until closed, and the disk holds nothing of it; a
-// patch past that budget fails, naming --cache-size (issue 20 item 5).
+// patch past that budget fails, naming --cache-size.
 func TestCompositeEntryWhenTheCacheIsFull(t *testing.T) {
 	src, del := compositeSource(t)
 	var want bytes.Buffer

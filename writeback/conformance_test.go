@@ -112,7 +112,7 @@ func conformanceRows() []conformanceRow {
 			protocol: writer7("clustering", "domainMetadata"), config: map[string]string{configNumIndexed: "0"},
 			extra: []string{`{"domainMetadata":{"domain":"delta.clustering","configuration":"{\"clusteringColumns\":[[\"c\"]]}","removed":false}}`}},
 			good: doubles(1, 2), check: checkStatsKey("c"), bad: doubles(1, nanValue()), badWant: "clustering column c needs statistics"},
-		// Issue 22: the clustering domain in PROTOCOL.md's own form (a list of physical names).
+		// The clustering domain in PROTOCOL.md's own form (a list of physical names).
 		{feature: "clustering, PROTOCOL.md form", table: testTable{schema: structSchema(field("c", `"double"`, true, "")),
 			protocol: writer7("clustering", "domainMetadata"), config: map[string]string{configNumIndexed: "0"},
 			extra: []string{`{"domainMetadata":{"domain":"delta.clustering","configuration":"{\"clusteringColumns\":[\"c\"]}","removed":false}}`}},
@@ -125,7 +125,7 @@ func conformanceRows() []conformanceRow {
 			protocol: writer7("clustering", "domainMetadata"),
 			extra:    []string{`{"domainMetadata":{"domain":"delta.clustering","configuration":"{\"clusteringColumns\":[[\"gone\"]]}","removed":false}}`}},
 			unwritable: "clustering column gone, which is not in the table schema"},
-		// Issue 22: column mapping is honoured only when the protocol supports the feature.
+		// Column mapping is honoured only when the protocol supports the feature.
 		{feature: "columnMapping property, feature not supported", table: testTable{protocol: legacy(2),
 			config: map[string]string{"delta.columnMapping.mode": "name"},
 			schema: structSchema(field("id", `"long"`, true, `{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-5f0a"}`))},

@@ -35,7 +35,7 @@ func hostileFile(n int) hostilepq.File {
 }
 
 // hostileCases are files whose footer or pages lie; every one was
-// committed (or killed the process) before issue 20.
+// would be committed (or kill the process) if the footer were trusted.
 func hostileCases() map[string]struct {
 	file func() hostilepq.File
 	want string

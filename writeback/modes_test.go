@@ -18,7 +18,7 @@ import (
 // `deltafs append` does, owned files hard-linked as the inbox does,
 // widened copies, footers rewritten under column mapping, checkpoints
 // and _last_checkpoint) has mode 0666 less the umask and is read by
-// another user (issue 21: data files were 0600, so an engine running as
+// another user (data files were 0600, so an engine running as
 // a service account got EACCES on every file the log names).
 func TestAppendedFilesFollowTheUmask(t *testing.T) {
 	old := syscall.Umask(0o022)

@@ -17,7 +17,7 @@ import (
 
 // proof is what decoding every page of a file (pqfile.Prove) established:
 // the statistics the commit writes come from here, never from the
-// footer's claims (issue 20).
+// footer's claims.
 type proof struct {
 	rows int64
 	// aggs[i] is statistics leaf i's over the file, byGroup[rg][i] per row

@@ -202,8 +202,7 @@ func TestConflictWithMetadataChangeRevalidates(t *testing.T) {
 
 // A local log whose next commit's name is a symbolic link (or anything
 // but a regular file) is refused at once as a damaged log naming it; the
-// append used to lose the "race" to it for MaxRetry (30 s by default)
-// (issue 20). Nothing is left behind.
+// append used to lose the "race" to it for MaxRetry (30 s by default). Nothing is left behind.
 func TestCommitNameTakenByASymlink(t *testing.T) {
 	for _, kind := range []string{"symlink", "directory"} {
 		t.Run(kind, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // (apache/spark: sql/api/src/main/antlr4/.../SqlBaseLexer.g4 and
 // SqlBaseParser.g4, SparkParserUtils.scala, AstBuilder.scala,
 // TypeCoercion.scala, DecimalPrecision.scala, DecimalType.scala, Cast.scala,
-// arithmetic.scala) for every case issue 22 found judged otherwise. Where
+// arithmetic.scala) for every case where deltafs judged otherwise. Where
 // Spark 3.5 (spark.sql.ansi.enabled=false) and Spark 4 (ANSI by default)
 // disagree, the row is refused naming both ("both").
 

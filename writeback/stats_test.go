@@ -78,7 +78,7 @@ func TestTimestampStats(t *testing.T) {
 	}
 }
 
-// TestStatsSignedZero: issue 22. -0.0 and +0.0 compare equal, so the bound
+// TestStatsSignedZero: -0.0 and +0.0 compare equal, so the bound
 // kept was whichever came first; a max of -0.0 over a file holding 0.0
 // (and a min of +0.0 over one holding -0.0) is not what the file holds
 // (Parquet's statistics rules write +0.0 as a zero max, -0.0 as a zero min).

@@ -33,7 +33,7 @@ func benchSeq(o options) ([]section, error) {
 	for _, c := range configs {
 		got[c] = new([nSeqFigures][]time.Duration)
 	}
-	// First reads through a deltafs mount process of its own (issue 23: the
+	// First reads through a deltafs mount process of its own (the
 	// first read of a non-DV file through a fresh mount), cold and cached,
 	// and through go-fuse's loopback in a process of its own (the floor of
 	// any FUSE server's fresh first read), each against a native read of

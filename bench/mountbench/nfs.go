@@ -19,7 +19,7 @@ import (
 	"github.com/deltafs/deltafs/mount"
 )
 
-// The NFS front end against the FUSE mount (issue 25): a sequential read
+// The NFS front end against the FUSE mount: a sequential read
 // of the sequential file, and a listing with attributes of the ls table's
 // snapshot, in the same run. This kernel has no NFS client, so the NFS
 // side is the user-space client (go-nfs-client) in this process, over

@@ -17,7 +17,7 @@ import (
 )
 
 // The memory a big listing costs the NFS server against the FUSE mount
-// (issue 25: READDIRPLUS of a table of 100,000 versions and of a
+// (READDIRPLUS of a table of 100,000 versions and of a
 // 100,000-file snapshot in bounded memory). Both run in this process over
 // the same tree: the FUSE side is `ls -l` (the kernel's READDIRPLUS and
 // LOOKUPs), the NFS side the user-space client's READDIRPLUS replies of

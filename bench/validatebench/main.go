@@ -1,5 +1,5 @@
 // Command validatebench measures the validation of an appended file (every
-// page decoded within the validation budget, issue 20) against DuckDB
+// page decoded within the validation budget) against DuckDB
 // reading all the columns of the same file, in the same run: it writes a
 // VALIDATEBENCH_MIB (default 256) MiB Parquet file and a table for it,
 // then times writeback's Validate in a child process (its peak RSS read

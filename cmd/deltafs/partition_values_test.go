@@ -55,7 +55,7 @@ func lastAddPartition(t *testing.T, table string, v int64) (value *string, path 
 	return nil, ""
 }
 
-// TestAppendPartitionValuesDuckDBLayout: issue 22, partition values. DuckDB's
+// TestAppendPartitionValuesDuckDBLayout: DuckDB's
 // COPY ... PARTITION_BY percent-encodes the UTF-8 bytes of a non-ASCII
 // value ("ünï" is letter=%C3%BCn%C3%AF); the commit must hold "ünï", not the
 // Latin-1 reading "Ã¼nÃ¯", and the data file's directory must be the one
