@@ -1,5 +1,7 @@
 package csi
 
+// The CSI Identity service: the plugin's name, version and capabilities.
+
 import (
 	"context"
 

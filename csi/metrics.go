@@ -1,5 +1,8 @@
 package csi
 
+// The plugin's metrics: its own counters, and each volume's, scraped from
+// the Unix socket on which that volume's mount process serves them.
+
 import (
 	"context"
 	"fmt"

@@ -1,5 +1,8 @@
 package csi
 
+// The CSI Node service: publish, unpublish and stats of volumes, checked
+// as the spec asks.
+
 import (
 	"context"
 	"errors"

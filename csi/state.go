@@ -1,5 +1,8 @@
 package csi
 
+// What the plugin records of each published target, so that a later plugin
+// process can unpublish it.
+
 import (
 	"encoding/json"
 	"errors"

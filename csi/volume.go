@@ -1,5 +1,8 @@
 package csi
 
+// Volume: a publish request as the Mounter needs it, and the names of a
+// target's record and directory.
+
 import (
 	"crypto/sha256"
 	"encoding/hex"

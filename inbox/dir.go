@@ -1,5 +1,8 @@
 package inbox
 
+// Dir: the inbox directory and its partition and scratch directories,
+// what may be created, renamed and removed in them.
+
 import (
 	"cmp"
 	"context"

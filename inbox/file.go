@@ -1,5 +1,8 @@
 package inbox
 
+// File: a staged file, its states from create to commit or refusal, and
+// which close decides it.
+
 import (
 	"context"
 	"errors"

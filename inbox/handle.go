@@ -1,5 +1,8 @@
 package inbox
 
+// inboxHandle: one open of a staged file, its reads and writes, and the
+// process that opened it.
+
 import (
 	"bufio"
 	"context"

@@ -1,5 +1,8 @@
 package inbox
 
+// Inbox: one table's inbox/, its names, and how its outcomes are committed
+// through the Writer.
+
 import (
 	"context"
 	"fmt"

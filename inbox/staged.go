@@ -1,5 +1,8 @@
 package inbox
 
+// The "staged" line of _status.jsonl: how a temporary that was closed will
+// commit, and when it expires.
+
 import "time"
 
 // What the inbox says of the files it keeps without a commit: a staged

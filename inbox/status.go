@@ -1,5 +1,8 @@
 package inbox
 
+// _status.jsonl: one line per outcome, its error text capped, and the
+// recent refusals the status file shows.
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,8 @@
 package inbox
 
+// Sweep: staged files and scratch directories idle past Options.StaleAfter
+// removed, never committed.
+
 import (
 	"time"
 

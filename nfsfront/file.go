@@ -1,5 +1,9 @@
 package nfsfront
 
+// Open files for READ: one FUSE open per path, shared by the READs that
+// come for it and released once unused for openIdle (NFS has no open or
+// close) or when the server closes.
+
 import (
 	"io"
 	"os"

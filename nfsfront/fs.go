@@ -1,5 +1,8 @@
 package nfsfront
 
+// FS, the tree by path as the NFS procedures see it: attributes, listings,
+// links and the changes, each sent as FUSE requests.
+
 import (
 	"cmp"
 	"os"

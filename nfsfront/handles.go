@@ -1,5 +1,8 @@
 package nfsfront
 
+// File handles: a hash of the path, the same in every run, and the journal
+// that maps handles given out back to their paths.
+
 import (
 	"bufio"
 	"crypto/sha256"

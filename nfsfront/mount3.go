@@ -1,5 +1,7 @@
 package nfsfront
 
+// The MOUNT protocol (RFC 1813, appendix I): the export's root handle.
+
 // The MOUNT protocol, version 3 (RFC 1813, appendix I), on the NFS port:
 // one export, "/".
 

@@ -1,5 +1,8 @@
 package nfsfront
 
+// The NFSv3 procedures (RFC 1813): each decoded, answered through the tree,
+// and encoded with its attributes.
+
 import (
 	"errors"
 	"io"

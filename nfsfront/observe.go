@@ -1,5 +1,7 @@
 package nfsfront
 
+// Observer: what the server tells metrics of its requests and connections.
+
 import (
 	"encoding/binary"
 	"strconv"

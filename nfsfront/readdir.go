@@ -1,5 +1,8 @@
 package nfsfront
 
+// Directory streams: a directory listed page by page from the tree's own
+// stream, resumable from any cookie, never held whole.
+
 import (
 	"os"
 	"path"

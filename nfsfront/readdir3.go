@@ -1,5 +1,8 @@
 package nfsfront
 
+// READDIR and READDIRPLUS replies: pages of entries that fit the client's
+// count, with cookies and attributes.
+
 import (
 	"encoding/binary"
 	"hash/fnv"

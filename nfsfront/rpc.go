@@ -1,5 +1,8 @@
 package nfsfront
 
+// ONC RPC (RFC 5531) over TCP: record marking, call headers, AUTH_SYS, and
+// one connection's loop of calls and replies.
+
 import (
 	"bufio"
 	"encoding/binary"

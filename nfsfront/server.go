@@ -1,5 +1,7 @@
 package nfsfront
 
+// Server: the listener, its connections, and Options.
+
 import (
 	"crypto/rand"
 	"errors"

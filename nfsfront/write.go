@@ -1,5 +1,9 @@
 package nfsfront
 
+// Files written over NFS: the FUSE open that WRITEs share, closed (and so
+// committed, for an inbox file) before a rename or once no WRITE came for
+// the settle time.
+
 import (
 	"cmp"
 	"os"

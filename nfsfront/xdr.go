@@ -1,5 +1,7 @@
 package nfsfront
 
+// XDR (RFC 4506) decoding and encoding, bounded by the record.
+
 import (
 	"encoding/binary"
 	"errors"
