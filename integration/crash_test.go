@@ -1,6 +1,6 @@
 package integration
 
-// Crash safety of appends (issues 4 and 7): `deltafs mount` and
+// Crash safety of appends: `deltafs mount` and
 // `deltafs append` are killed with SIGKILL at named points of the append
 // path (the DELTAFS_CRASHPOINT hook of writeback) and at random times,
 // many times in a row on one copy of a fixture table, restarting each
