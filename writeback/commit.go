@@ -92,22 +92,7 @@ func (c *Committer) appendCapped(ctx context.Context, files []File, txp **txn) (
 	crashPoint(CrashUploaded)
 	tx := &txn{id: uuid.NewString(), ups: ups, start: time.Now()}
 	*txp = tx
-	c.commitMu.Lock()
-	if latest, err := c.table.Latest(ctx); err == nil && latest.Version() > snap.Version() {
-		// Build on the newest state: a commit of this process may have
-		// landed while we waited. Snapshots share their protocol and
-		// metadata until a commit changes them: re-validate only then.
-		if latest.Metadata() != snap.Metadata() || latest.Protocol() != snap.Protocol() {
-			if err := c.revalidate(ctx, latest, tx); err != nil {
-				c.commitMu.Unlock()
-				c.removeUploads(tx.ups)
-				return Result{}, err
-			}
-		}
-		snap = latest
-	}
 	v, err := c.commitLoop(ctx, snap, tx)
-	c.commitMu.Unlock()
 	if err != nil {
 		if !tx.maybeLanded {
 			c.removeUploads(tx.ups)
@@ -147,23 +132,60 @@ func cleanupAll(preps []*prepared) {
 	}
 }
 
+// takeTurn waits for this Committer's commit turn (see turn), or for ctx.
+func (c *Committer) takeTurn(ctx context.Context) error {
+	select {
+	case c.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (c *Committer) endTurn() { <-c.turn }
+
+// attempt puts the commit at the version after snap (or after the newest
+// version, when a commit of this process landed while it waited for its
+// turn) and returns that version and the put's error; v is -1 when the
+// attempt failed before the put, with err saying why.
+func (c *Committer) attempt(ctx context.Context, snap *delta.Snapshot, tx *txn) (v int64, err error) {
+	if err := c.takeTurn(ctx); err != nil {
+		return -1, fmt.Errorf("append to %s: wait for the commit turn: %w", c.table.Name(), err)
+	}
+	defer c.endTurn()
+	if latest, err := c.table.Latest(ctx); err == nil && latest.Version() > snap.Version() {
+		// Snapshots share their protocol and metadata until a commit
+		// changes them: re-validate only then.
+		if latest.Metadata() != snap.Metadata() || latest.Protocol() != snap.Protocol() {
+			if err := c.revalidate(ctx, latest, tx); err != nil {
+				return -1, err
+			}
+		}
+		snap = latest
+	}
+	v = snap.Version() + 1
+	tx.base = snap
+	body, err := c.buildCommit(snap, tx, v)
+	if err != nil {
+		return -1, err
+	}
+	if err := c.checkBase(ctx, snap); err != nil {
+		return -1, err
+	}
+	crashPoint(CrashCommitting)
+	return v, c.store.PutIfAbsent(ctx, delta.CommitKey(v), body)
+}
+
 // commitLoop puts the commit at the version after snap, rebuilding it on
 // top of the winners after each lost race.
 func (c *Committer) commitLoop(ctx context.Context, snap *delta.Snapshot, tx *txn) (int64, error) {
 	deadline := tx.start.Add(c.opts.MaxRetry)
 	wait := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		v := snap.Version() + 1
-		tx.base = snap
-		body, err := c.buildCommit(snap, tx, v)
-		if err != nil {
-			return -1, err
+		v, putErr := c.attempt(ctx, snap, tx)
+		if v < 0 {
+			return -1, putErr
 		}
-		if err := c.checkBase(ctx, snap); err != nil {
-			return -1, err
-		}
-		crashPoint(CrashCommitting)
-		putErr := c.store.PutIfAbsent(ctx, delta.CommitKey(v), body)
 		if putErr == nil {
 			crashPoint(CrashCommitted)
 			c.committed(v)

@@ -236,3 +236,94 @@ func TestCommitNameTakenByASymlink(t *testing.T) {
 		})
 	}
 }
+
+// stallStore fails the first commit put with an unknown outcome and
+// stalls the Stat that resolves it until release is closed.
+type stallStore struct {
+	*blobstore.Store
+	once      sync.Once
+	failed    chan string // the commit key whose put failed
+	resolving chan struct{}
+	release   chan struct{}
+}
+
+func (s *stallStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	first := false
+	if strings.HasPrefix(key, "_delta_log/") {
+		s.once.Do(func() { first = true })
+	}
+	if first {
+		s.failed <- key
+		return errors.New("connection reset before the answer")
+	}
+	return s.Store.PutIfAbsent(ctx, key, data)
+}
+
+func (s *stallStore) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) {
+	select {
+	case k := <-s.failed:
+		if k == key {
+			close(s.resolving)
+			<-s.release
+		}
+	default:
+	}
+	return s.Store.Stat(ctx, key)
+}
+
+// An append whose failed put takes long to resolve does not hold the
+// table's other appends in this process: they commit meanwhile.
+func TestSlowResolutionDoesNotStallOtherAppends(t *testing.T) {
+	dir := testenv.CopyFixture(t, "dat/basic_append")
+	if dir == "" {
+		return
+	}
+	base := latest(t, dir)
+	st, err := blobstore.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ss := &stallStore{Store: st, failed: make(chan string, 1), resolving: make(chan struct{}), release: make(chan struct{})}
+	c := New(delta.Open(ss, delta.Options{}), Options{MaxRetry: 5 * time.Second})
+	released := false
+	defer func() {
+		if !released {
+			close(ss.release)
+		}
+	}()
+	a := writeParquet(t, "a.parquet", []numberRow{{Number: ptr[int64](1)}})
+	b := writeParquet(t, "b.parquet", []numberRow{{Number: ptr[int64](2)}})
+	aDone := make(chan error, 1)
+	go func() {
+		_, err := c.Append(context.Background(), []File{{LocalPath: a, Name: "a.parquet"}})
+		aDone <- err
+	}()
+	<-ss.resolving
+	bDone := make(chan Result, 1)
+	go func() {
+		res, err := c.Append(context.Background(), []File{{LocalPath: b, Name: "b.parquet"}})
+		if err != nil {
+			t.Errorf("the second append: %v", err)
+		}
+		bDone <- res
+	}()
+	select {
+	case res := <-bDone:
+		if res.Version != base.Version()+1 {
+			t.Errorf("the second append landed at %d, want %d", res.Version, base.Version()+1)
+		}
+	case <-time.After(30 * time.Second): // a second append stalled behind the first: no speed check
+		t.Fatal("the second append waited for the first one's resolution")
+	}
+	close(ss.release)
+	released = true
+	// The first append then finds the version it tried taken by the
+	// second and lands after it.
+	if err := <-aDone; err != nil {
+		t.Errorf("the first append: %v", err)
+	}
+	if after := latest(t, dir); after.Version() != base.Version()+2 {
+		t.Errorf("latest %d, want %d", after.Version(), base.Version()+2)
+	}
+}

@@ -115,11 +115,16 @@ type Committer struct {
 	// budget bounds the memory of validations (nil: pqfile's default).
 	budget *pqfile.Budget
 
-	// commitMu serializes the commit attempts of this Committer's
-	// appends: two of them would race for the same version anyway, and
-	// queueing them here instead of in the store's put-if-absent spares
-	// the loser a backoff per version. Uploads run concurrently.
-	commitMu sync.Mutex
+	// turn serializes the commit attempts of this Committer's appends (a
+	// channel of one token, taken with the caller's context): two of them
+	// would race for the same version anyway, and queueing them here
+	// instead of in the store's put-if-absent spares the loser a backoff
+	// per version. It is held from reading the newest version to the put's
+	// answer, never across a backoff or the reads that resolve a failed
+	// put, so that one slow resolution does not stall the table's other
+	// appends. Uploads run concurrently. Correctness never depends on it:
+	// put-if-absent decides every race.
+	turn chan struct{}
 
 	// The background checkpoint writer (checkpointer.go), on bg, which
 	// Close cancels (stop).
@@ -150,7 +155,7 @@ func New(table *delta.Table, opts Options) *Committer {
 		log = slog.Default()
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &Committer{table: table, store: table.Storage(), opts: opts, log: log.With("table", table.Name()), budget: opts.ValidationBudget,
+	return &Committer{table: table, store: table.Storage(), opts: opts, log: log.With("table", table.Name()), budget: opts.ValidationBudget, turn: make(chan struct{}, 1),
 		bg: bg, stop: stop, cpWant: -1, cpDone: -1}
 }
 
