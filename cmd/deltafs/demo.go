@@ -194,6 +194,7 @@ func printTour(w io.Writer, mnt string) {
 		{"cat " + t + "/_history.jsonl", "one JSON line per commit: CREATE, WRITEs, DELETE"},
 		{"ls " + t + "/@v3/region=eu", "before the DELETE; @v4 on serves files without the deleted rows"},
 		{"ls " + t + "/@" + day, "time travel by date: the table as of that day (v2)"},
+		{fmt.Sprintf("ls %s/@changes/v%d..v%d", t, sample.DeleteVersion, sample.DeleteVersion), "the change feed as Parquet files: the rows the DELETE removed, with _change_type"},
 		{os.Args[0] + " ls " + filepath.Join(filepath.Dir(mnt), sample.Table) + "@v4", "the same from the log, without a mount"},
 	}
 	if fi, err := os.Stat(filepath.Join(t, "inbox")); err == nil && fi.IsDir() {

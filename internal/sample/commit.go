@@ -22,12 +22,12 @@ var idSpace = uuid.MustParse("5e1f0c4a-7d1b-4c55-9a43-0d3e1f6b2a10")
 func sampleID(name string) uuid.UUID { return uuid.NewSHA1(idSpace, []byte(name)) }
 
 // createActions returns version 0: the protocol with deletion vectors and
-// the metadata of the partitioned orders table.
+// the change data feed, and the metadata of the partitioned orders table.
 func createActions() ([]*delta.Action, error) {
 	created := CommitTime(0).UnixMilli()
 	ci, err := commitInfo(0, "CREATE TABLE", map[string]any{
 		"partitionBy": `["region"]`, "description": nil, "isManaged": "false",
-		"properties": `{"delta.enableDeletionVectors":"true"}`,
+		"properties": `{"delta.enableChangeDataFeed":"true","delta.enableDeletionVectors":"true"}`,
 	}, nil, false)
 	if err != nil {
 		return nil, err
@@ -36,13 +36,13 @@ func createActions() ([]*delta.Action, error) {
 		ci,
 		{Protocol: &delta.Protocol{
 			MinReaderVersion: 3, MinWriterVersion: 7,
-			ReaderFeatures: []string{"deletionVectors"}, WriterFeatures: []string{"deletionVectors"},
+			ReaderFeatures: []string{"deletionVectors"}, WriterFeatures: []string{"changeDataFeed", "deletionVectors"},
 		}},
 		{MetaData: &delta.Metadata{
 			ID:           sampleID("table").String(),
 			Format:       delta.Format{Provider: "parquet", Options: map[string]string{}},
 			SchemaString: schemaString, PartitionColumns: []string{"region"},
-			Configuration: map[string]string{"delta.enableDeletionVectors": "true"},
+			Configuration: map[string]string{"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"},
 			CreatedTime:   &created,
 		}},
 	}, nil

@@ -193,3 +193,42 @@ func TestGenerateIsDeterministicAndRefusesExisting(t *testing.T) {
 		t.Errorf("Generate over an existing sample: %v, want fs.ErrExist", err)
 	}
 }
+
+// The sample has the change data feed on: the DELETE's changes are the
+// 40 rows its deletion vectors removed, each a delete of DeletedCustomer.
+func TestGenerateChangeFeed(t *testing.T) {
+	ctx := context.Background()
+	s := generate(t)
+	table := delta.Open(s, delta.Options{})
+	deleted := 0
+	err := table.Changes(ctx, DeleteVersion, DeleteVersion, func(cf delta.ChangeFile) error {
+		if cf.Pair == nil {
+			t.Errorf("%s: a %s change without a DV pair", cf.Path, cf.ChangeType)
+			return nil
+		}
+		keep, _, err := table.Rows(ctx, cf)
+		if err != nil {
+			return err
+		}
+		if cf.ChangeType != "delete" { // rows restored: none
+			if !keep.IsEmpty() {
+				t.Errorf("%s: %d rows of change type %q", cf.Path, keep.GetCardinality(), cf.ChangeType)
+			}
+			return nil
+		}
+		rows := readRows(t, s, &delta.Add{Path: cf.Path})
+		for it := keep.Iterator(); it.HasNext(); {
+			if r := rows[it.Next()]; *r.Customer != DeletedCustomer {
+				t.Errorf("%s: a change of %s", cf.Path, *r.Customer)
+			}
+			deleted++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deleted != 40 {
+		t.Errorf("%d rows deleted at version %d, want 40", deleted, DeleteVersion)
+	}
+}
