@@ -158,9 +158,8 @@ func (d *DataFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	// A rewritten file served as a composite (ranges of the stored file and
 	// of a patch in the disk cache) has no single file the kernel could pass
 	// through, and filling the FUSE page cache is most of the cost of a
-	// userspace read (fresh pages for every byte): bypassing it halves the
-	// first read (256 MiB, stored file cached: ~70 ms instead of ~140 ms)
-	// and the bytes are not cached twice. Only when the kernel granted
+	// userspace read (fresh pages for every byte): bypassing it makes the
+	// first read about twice as fast, and the bytes are not cached twice. Only when the kernel granted
 	// FUSE_DIRECT_IO_ALLOW_MMAP, so that mmap of these files keeps working.
 	// A small one (under passthroughMin, like the stored files that are not
 	// passed through) goes through the page cache instead: a reader's few

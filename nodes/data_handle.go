@@ -28,9 +28,9 @@ var (
 )
 
 // passthroughMin is the smallest file handed to kernel passthrough. Each
-// passthrough open registers a backing file with the kernel (14-24 us
-// measured here), which costs more than serving a small file from the page
-// cache through FOPEN_KEEP_CACHE.
+// passthrough open registers a backing file with the kernel and releases it
+// at close, which costs more than serving a small file from the page cache
+// through FOPEN_KEEP_CACHE (docs/benchmarks.md, small opens).
 const passthroughMin = 1 << 20
 
 // PassthroughFd offers the local file to the kernel (called once per open

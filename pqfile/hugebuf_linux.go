@@ -12,11 +12,10 @@ import (
 // The page filter's large buffers (a column chunk's output, a row group's) are new memory the
 // first time a process rewrites a file, and again after the runtime gave idle memory back to
 // the kernel. Faulted in 4 KiB at a time, a 64 MiB file's buffers cost thousands of page
-// faults: 11 us each on the project's test VM, whose page faults trap to the host (a fraction of
-// that on bare metal). Transparent huge pages, where the kernel offers them only on request (the
-// "madvise" mode, the default of most distributions), fault such a buffer in 2 MiB at a time: the
-// first read of a DV'd 64 MiB file through a fresh mount took 20-35% less (docs/benchmarks.md),
-// and its stat 20-40% less again once the buffers were allocated whole huge pages (newBuf).
+// faults, each a trap to the host on a VM. Transparent huge pages, where the kernel offers them
+// only on request (the "madvise" mode, the default of most distributions), fault such a buffer
+// in 2 MiB at a time, which shortens a fresh mount's first read of a DV'd file; newBuf allocates
+// whole, aligned huge pages so that no part of a buffer is left to 4 KiB faults.
 
 // hugePage is the size of a transparent huge page with 4 KiB base pages (amd64, arm64).
 const hugePage = 2 << 20

@@ -13,9 +13,8 @@ var prepared sync.Once
 
 // Prepare does, once per process, what the first footer a process reads would otherwise do on
 // its caller's time: parquet-go's thrift package builds the codec of each footer type by
-// reflection at its first use (about 0.35 ms for ShapeNeeded's schema list in a fresh process
-// on the development VM, against 4 us after), and the first read of a file's end faults its
-// buffer in. It reads nothing and returns once done; a mount calls it in the background
+// reflection at its first use (a hundred times a later decode's cost), and the first read of
+// a file's end faults its buffer in. It reads nothing and returns once done; a mount calls it in the background
 // when it loads a table's version, so that the first stat finds it done.
 func Prepare() {
 	prepared.Do(func() { prepare() })
