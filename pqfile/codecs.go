@@ -25,6 +25,10 @@ import (
 // filter, by CheckPages before parquet-go reads a chunk, and by decompress.
 const MaxPageBytes = 256 << 20
 
+// pageLimit is MaxPageBytes, lowered by the fuzz targets (so that a mutated header does not
+// make every input allocate a quarter of a gigabyte).
+var pageLimit int64 = MaxPageBytes
+
 // DecodeMemory is what the pages being decompressed at one time may hold
 // together in this process, charged by their declared sizes before they
 // are inflated: with MaxPageBytes, the most a burst of corrupt or hostile
@@ -47,8 +51,8 @@ func decompress(codec format.CompressionCodec, src, dst []byte) ([]byte, error) 
 // shorter than dst (inflateUpTo).
 func decompressUpTo(codec format.CompressionCodec, src, dst []byte, exact bool) ([]byte, error) {
 	n := int64(len(dst))
-	if n > MaxPageBytes {
-		return nil, limitf("page of %d bytes inflated is over the limit of %d bytes", n, MaxPageBytes)
+	if n > pageLimit {
+		return nil, limitf("page of %d bytes inflated is over the limit of %d bytes", n, pageLimit)
 	}
 	if codec == format.Uncompressed {
 		return (&inflater{}).inflateUpTo(codec, src, dst, exact)

@@ -131,8 +131,8 @@ func checkPages(r io.ReaderAt, pos, end int64) error {
 		if ph.compressed < 0 || ph.compressed > end-pos-int64(hdr) || ph.uncompressed < 0 {
 			return fmt.Errorf("%w: page at byte %d: sizes %d compressed, %d uncompressed do not fit", ErrCorrupt, pos, ph.compressed, ph.uncompressed)
 		}
-		if ph.uncompressed > MaxPageBytes {
-			return fmt.Errorf("page at byte %d: %w", pos, limitf("page of %d bytes inflated is over the limit of %d bytes", ph.uncompressed, MaxPageBytes))
+		if ph.uncompressed > pageLimit {
+			return fmt.Errorf("page at byte %d: %w", pos, limitf("page of %d bytes inflated is over the limit of %d bytes", ph.uncompressed, pageLimit))
 		}
 		pos += int64(hdr) + ph.compressed
 	}

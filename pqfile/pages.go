@@ -88,9 +88,9 @@ func (f *columnFilter) run() error {
 		if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 || int64(h.CompressedPageSize) > f.r.n-off-hl {
 			return f.corrupt(off, "page of %d bytes overruns the chunk", h.CompressedPageSize)
 		}
-		if h.UncompressedPageSize > MaxPageBytes || h.CompressedPageSize > MaxPageBytes {
+		if int64(h.UncompressedPageSize) > pageLimit || int64(h.CompressedPageSize) > pageLimit {
 			return fmt.Errorf("column %q: page at byte %d of its chunk: %w", strings.Join(f.md.PathInSchema, "."), off,
-				limitf("page of %d bytes stored, %d inflated, is over the limit of %d bytes", h.CompressedPageSize, h.UncompressedPageSize, MaxPageBytes))
+				limitf("page of %d bytes stored, %d inflated, is over the limit of %d bytes", h.CompressedPageSize, h.UncompressedPageSize, pageLimit))
 		}
 		if err := f.page(off, hl, &h); err != nil {
 			return err
