@@ -52,8 +52,10 @@ func (m *csiMounter) Mount(ctx context.Context, v *csi.Volume) (int, error) {
 }
 
 // mountArgs are the `deltafs mount` arguments of v: the plugin's flags,
-// the volume's (checked by the mount command's own flag set), its
-// sources and the target.
+// the volume's (checked by the mount command's own flag set), then "--"
+// and its sources and the target, so that an attribute's value is only
+// ever a value: a source spelled like a flag ("--read-only=false") is a
+// source, not a flag.
 func (m *csiMounter) mountArgs(v *csi.Volume) ([]string, error) {
 	flags := mountFlagSet()
 	var set []setting
@@ -97,7 +99,7 @@ func (m *csiMounter) mountArgs(v *csi.Volume) ([]string, error) {
 		}
 		args = append(args, "--"+s.name+"="+s.value)
 	}
-	return append(append(args, sources...), v.Target), nil
+	return append(append(append(args, "--"), sources...), v.Target), nil
 }
 
 // sourceArg is a mount.Source as a SOURCE argument.

@@ -42,7 +42,8 @@ func usageError(fs *flag.FlagSet, format string, args ...any) error {
 }
 
 // parseFlags parses flags that may come before or after the positional
-// arguments (deltafs ls URL --json). Asked for (-h, --help), the help
+// arguments (deltafs ls URL --json); after "--" every argument is
+// positional. Asked for (-h, --help), the help
 // goes to stdout and the command exits 0 (errHelp); after a bad flag it
 // goes to stderr.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -61,12 +62,15 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			usage()
 			return nil, errUsage
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil // "--" ends the flags: the rest are arguments, whatever they look like
+		}
+		if len(rest) == 0 {
 			return pos, nil
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
 }
 
