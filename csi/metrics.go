@@ -27,6 +27,7 @@ func MetricsSocket(dir string) string { return filepath.Join(dir, "metrics.sock"
 type metrics struct {
 	d        *Driver
 	reg      *prometheus.Registry
+	scraper  *http.Client // one for every volume's socket; its idle connections are bounded
 	publish  *prometheus.CounterVec
 	unpub    *prometheus.CounterVec
 	volumes  prometheus.GaugeFunc
@@ -34,7 +35,7 @@ type metrics struct {
 }
 
 func newMetrics(d *Driver) *metrics {
-	m := &metrics{d: d, reg: prometheus.NewRegistry()}
+	m := &metrics{d: d, reg: prometheus.NewRegistry(), scraper: newScraper(d)}
 	m.publish = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltafs_csi_publish_total",
 		Help: "NodePublishVolume calls that mounted (result ok) or failed (error)"}, []string{"result"})
 	m.unpub = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltafs_csi_unpublish_total",
@@ -85,7 +86,7 @@ func (d *Driver) MetricsHandler() http.Handler {
 		}
 		recs, _ := d.records()
 		for _, rec := range recs {
-			vf, err := scrape(r.Context(), MetricsSocket(d.volumeDir(rec.Target)))
+			vf, err := d.metrics.scrape(r.Context(), targetKey(rec.Target))
 			if err != nil {
 				d.log.Debug("csi: volume metrics", "volume", rec.VolumeID, "err", err)
 				continue
@@ -121,24 +122,40 @@ func merge(byName map[string]*dto.MetricFamily, fams map[string]*dto.MetricFamil
 	}
 }
 
-// scrape reads the metrics served on a Unix socket.
-func scrape(ctx context.Context, socket string) (map[string]*dto.MetricFamily, error) {
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+// newScraper returns the client that reads the volumes' metrics: the
+// host of a request's URL is a target's key, dialled at that volume's
+// metrics socket. It keeps at most one idle connection per volume, for
+// 30 s, and at most scrapeIdle in all; a scrape takes at most 5 s.
+func newScraper(d *Driver) *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			key, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
 			var dl net.Dialer
-			return dl.DialContext(ctx, "unix", socket)
-		}}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://volume/metrics", nil)
+			return dl.DialContext(ctx, "unix", MetricsSocket(filepath.Join(d.opts.StateDir, "volumes", key)))
+		},
+		MaxIdleConns: scrapeIdle, MaxIdleConnsPerHost: 1, IdleConnTimeout: 30 * time.Second,
+	}}
+}
+
+// scrapeIdle bounds the scraper's idle connections, all volumes together.
+const scrapeIdle = 64
+
+// scrape reads the metrics of the volume whose target has key.
+func (m *metrics) scrape(ctx context.Context, key string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+key+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.Do(req)
+	resp, err := m.scraper.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", socket, resp.Status)
+		return nil, fmt.Errorf("volume %s: %s", key, resp.Status)
 	}
 	var p expfmt.TextParser
 	return p.TextToMetricFamilies(resp.Body)

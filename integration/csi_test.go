@@ -7,6 +7,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"errors"
 	"io"
@@ -524,4 +525,53 @@ func TestCSIPublishS3(t *testing.T) {
 		t.Fatalf("NodeUnpublishVolume: %v", err)
 	}
 	checkUnpublished(t, v.target, pid)
+}
+
+// procFds counts the open descriptors of process pid.
+func procFds(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// Scraping the plugin's metrics, which scrapes every volume's, leaves no
+// connection behind on either side: 1,000 scrapes keep the descriptors
+// of the plugin and of the volume's process flat.
+func TestCSIMetricsScrapesLeaveNothingOpen(t *testing.T) {
+	table := testenv.CopyFixture(t, fixtureAppend)
+	metricsSock := filepath.Join(t.TempDir(), "metrics.sock")
+	p := startCSI(t, t.TempDir(), nil, "--metrics-addr", "unix:"+metricsSock)
+	v := csiVolume{id: "vol-scraped", target: filepath.Join(t.TempDir(), "mount"), attrs: map[string]string{"source": "t=" + table}}
+	pid := p.mustPublish(t, v)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", metricsSock)
+		}}}
+	scrape := func() {
+		resp, err := c.Get("http://plugin/metrics")
+		if err != nil {
+			t.Fatalf("scrape the plugin: %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), `volume="vol-scraped"`) {
+			t.Fatalf("the plugin's metrics lack the volume's:\n%s", body)
+		}
+	}
+	for range 10 {
+		scrape()
+	}
+	plugin0, volume0 := procFds(t, p.cmd.Process.Pid), procFds(t, pid)
+	for range 1000 {
+		scrape()
+	}
+	plugin1, volume1 := procFds(t, p.cmd.Process.Pid), procFds(t, pid)
+	if plugin1 > plugin0+4 || volume1 > volume0+4 {
+		t.Errorf("after 1,000 scrapes: the plugin holds %d descriptors (%d before), the volume's process %d (%d before)",
+			plugin1, plugin0, volume1, volume0)
+	}
 }

@@ -87,7 +87,9 @@ func serveHandler(l net.Listener, h http.Handler, log *slog.Logger) func() {
 		}
 		fmt.Fprintln(w, "deltafs: metrics at /metrics")
 	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// A scraper that keeps its connection open between scrapes is dropped
+	// once it has been idle for a minute: connections never pile up.
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, WriteTimeout: time.Minute}
 	go func() {
 		if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("deltafs: metrics server stopped", "addr", l.Addr().String(), "err", err)
