@@ -34,6 +34,9 @@ type Server struct {
 	tables []*mountedTable
 	dirs   []*nodes.TableDir
 	files  []*serve.Table // the tables' data file servers, closed before the cache
+	// served are the tables' data file servers' memory (verdicts, footer
+	// patches, copies), this mount's alone, freed once they are closed.
+	served *serve.Caches
 	env    *nodes.Env
 	// inboxEnv and inboxes are the tables' inboxes (inboxes[i] is
 	// dirs[i]'s); nil on a read-only mount.
@@ -106,7 +109,7 @@ func open(ctx context.Context, cfg Config) (*Server, *nodes.RootDir, error) {
 		return nil, nil, fmt.Errorf("cache: %w", err)
 	}
 	caches := delta.NewCaches(cfg.SnapshotCacheSize)
-	s := &Server{cfg: cfg, cache: cache, caches: caches, stats: newMetrics(cache, caches), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
+	s := &Server{cfg: cfg, cache: cache, caches: caches, served: serve.NewCaches(), stats: newMetrics(cache, caches), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
 	if s.verdicts, err = serve.OpenVerdictJournal(filepath.Join(cfg.CacheDir, verdictJournal), cfg.Logger); err != nil {
 		cfg.Logger.Warn("deltafs: verdict journal unavailable; a new mount reads every footer again", "err", err)
 	}
@@ -134,6 +137,7 @@ func (s *Server) release() {
 	for _, f := range s.files {
 		f.Close() // their background work writes to the cache
 	}
+	s.served.Close()
 	if s.verdicts != nil {
 		s.verdicts.Close()
 	}
@@ -164,7 +168,7 @@ func (s *Server) buildTree(ctx context.Context, uidSet, gidSet bool) *nodes.Root
 		Observer:     s.stats,
 	})
 	for _, t := range s.tables {
-		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns, Verdicts: s.verdicts})
+		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns, Verdicts: s.verdicts, Caches: s.served})
 		s.files = append(s.files, files)
 		d := nodes.NewTableDir(s.env, t.name, t.table, files)
 		s.mirrorPerms(d, files, uidSet, gidSet)
@@ -322,6 +326,7 @@ func (s *Server) Wait() {
 		for _, f := range s.files {
 			f.Close() // their background work writes to the cache
 		}
+		s.served.Close()
 		if s.verdicts != nil {
 			s.verdicts.Close()
 		}

@@ -48,22 +48,50 @@ var copyMin int64 = 1 << 20 // a variable for tests
 // copyOpens is the open of a rewritten file that schedules its copy.
 const copyOpens = 2
 
-// copies tracks the mount's copies: opens counted per file, copies being
-// built or checked, and copies whose bytes were checked (or built) here.
-var copies = newCopyState()
-
+// copyState tracks a mount's copies (Caches): opens counted per file,
+// copies being built or checked, and copies whose bytes were checked (or
+// built) here. Its maps are keyed by a 128-bit hash of the copy's key
+// (copyID), not the key (some hundred bytes), so that an entry costs
+// about copyEntryBytes whatever the paths.
 type copyState struct {
-	opens *lru.Cache[string, int] // copy key -> opens seen; bounded
+	opens *lru.Cache[hashID, int] // copy -> opens seen; bounded
 
 	mu       sync.Mutex
 	busy     map[string]bool                   // guarded by mu: copy keys being built or checked
-	verified map[string]blobcache.FileIdentity // guarded by mu: copies known good, by identity
+	verified map[hashID]blobcache.FileIdentity // guarded by mu: copies known good, by identity
 	sem      chan struct{}                     // one copy built or checked at a time
 }
 
+// copyOpensKept bounds the files whose opens are counted; maxTrusted the
+// copies remembered as checked. An entry of either costs about
+// copyEntryBytes (its hash, its value, the map's or the LRU list's
+// overhead), so both hold about 12 MiB at most.
+const (
+	copyOpensKept  = 64 << 10
+	maxTrusted     = 64 << 10
+	copyEntryBytes = 96
+)
+
 func newCopyState() *copyState {
-	opens, _ := lru.New[string, int](64 << 10)
-	return &copyState{opens: opens, busy: map[string]bool{}, verified: map[string]blobcache.FileIdentity{}, sem: make(chan struct{}, 1)}
+	opens, _ := lru.New[hashID, int](copyOpensKept)
+	return &copyState{opens: opens, busy: map[string]bool{}, verified: map[hashID]blobcache.FileIdentity{}, sem: make(chan struct{}, 1)}
+}
+
+// clear forgets the opens counted and the copies checked (Caches.Close);
+// the copies being built are their Tables' to stop.
+func (s *copyState) clear() {
+	s.opens.Purge()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.verified = map[hashID]blobcache.FileIdentity{}
+}
+
+// len is the number of files whose opens are counted or whose copy is
+// checked.
+func (s *copyState) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opens.Len() + len(s.verified)
 }
 
 // isBusy reports whether the copy of the rewrite keyed key is being built
@@ -80,7 +108,7 @@ func (s *copyState) trusted(dataKey string, df *blobcache.DiskFile) bool {
 	id, ok := df.Identity()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ok && s.verified[dataKey] == id
+	return ok && s.verified[hashOf(dataKey)] == id
 }
 
 // trust records a copy known good.
@@ -90,11 +118,8 @@ func (s *copyState) trust(dataKey string, id blobcache.FileIdentity) {
 	if len(s.verified) >= maxTrusted {
 		clear(s.verified) // copies are checked again
 	}
-	s.verified[dataKey] = id
+	s.verified[hashOf(dataKey)] = id
 }
-
-// maxTrusted bounds the copies remembered as checked: about 16 MiB.
-const maxTrusted = 64 << 10
 
 // copyKeys are the cache keys of the copy of the rewrite keyed key and of
 // its sum.
@@ -139,10 +164,10 @@ func (t *Table) copyOnDisk(ctx context.Context, key string) Content {
 	if !ok {
 		return nil
 	}
-	if copies.trusted(dataKey, df) {
+	if t.copies.trusted(dataKey, df) {
 		return &copyContent{df: df}
 	}
-	if copies.isBusy(key) { // being built: its sum may not be written yet
+	if t.copies.isBusy(key) { // being built: its sum may not be written yet
 		df.Close()
 		return nil
 	}
@@ -183,8 +208,9 @@ func (t *Table) countOpen(snap *delta.Snapshot, f *delta.LiveFile, key string, s
 		return
 	}
 	dataKey, _ := copyKeys(key)
-	n, _ := copies.opens.Get(dataKey)
-	copies.opens.Add(dataKey, n+1)
+	id := hashOf(dataKey)
+	n, _ := t.copies.opens.Get(id)
+	t.copies.opens.Add(id, n+1)
 	if n+1 >= copyOpens {
 		t.startCopy(key, func(ctx context.Context) { t.buildCopy(ctx, snap, f, key, size) })
 	}
@@ -196,6 +222,7 @@ const copyTimeout = 10 * time.Minute
 // startCopy runs work on key's copy in the background unless some work
 // on it is under way, one copy at a time for the mount.
 func (t *Table) startCopy(key string, work func(ctx context.Context)) {
+	copies := t.copies
 	copies.mu.Lock()
 	if copies.busy[key] {
 		copies.mu.Unlock()
@@ -290,7 +317,7 @@ func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	}
 	sf.Close()
 	if id, ok := df.Identity(); ok {
-		copies.trust(dataKey, id)
+		t.copies.trust(dataKey, id)
 	}
 	t.log.Debug("deltafs: materialized copy built", "table", t.name, "file", f.Key, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
 }
@@ -324,7 +351,7 @@ func (t *Table) checkCopyFile(ctx context.Context, key string, df *blobcache.Dis
 		if got := copySum(size, h.Sum32()); string(got) != string(want) {
 			return fmt.Errorf("its bytes are not the ones it was built with")
 		}
-		copies.trust(dataKey, id)
+		t.copies.trust(dataKey, id)
 		return nil
 	}()
 	if err != nil {

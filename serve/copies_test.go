@@ -64,22 +64,21 @@ func openUntilCopy(t *testing.T, tbl *Table, snap *delta.Snapshot, f *delta.Live
 	}
 }
 
-func smallCopies(t *testing.T) {
+func smallCopies(t *testing.T, tbl *Table) {
 	old := copyMin
 	copyMin = 0
-	t.Cleanup(func() { resetCopies(t); copyMin = old })
-	resetCopies(t)
+	t.Cleanup(func() { resetCopies(t, tbl); copyMin = old })
 }
 
-// resetCopies forgets what this process knows of copies (as a new process
+// resetCopies forgets what tbl's mount knows of copies (as a new process
 // would), once no copy work runs.
-func resetCopies(t *testing.T) {
+func resetCopies(t *testing.T, tbl *Table) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		copies.mu.Lock()
-		n := len(copies.busy)
-		copies.mu.Unlock()
+		tbl.copies.mu.Lock()
+		n := len(tbl.copies.busy)
+		tbl.copies.mu.Unlock()
 		if n == 0 {
 			break
 		}
@@ -88,7 +87,7 @@ func resetCopies(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	copies = newCopyState()
+	tbl.copies.clear()
 }
 
 // A rewritten file opened a second time gets a materialized copy: later
@@ -96,7 +95,7 @@ func resetCopies(t *testing.T) {
 // holding exactly the composite's bytes. The first open builds nothing.
 func TestCopyAfterSecondOpen(t *testing.T) {
 	tbl, snap, f := dvFile(t)
-	smallCopies(t) // after the fixture's cleanups: its work stops before the cache goes
+	smallCopies(t, tbl) // after the fixture's cleanups: its work stops before the cache goes
 	c, err := tbl.Open(context.Background(), snap, f)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +131,7 @@ func TestCopyAfterSecondOpen(t *testing.T) {
 // discarded the same way, and an evicted copy falls back to the composite.
 func TestCopyDamagedOrEvicted(t *testing.T) {
 	tbl, snap, f := dvFile(t)
-	smallCopies(t) // after the fixture's cleanups: its work stops before the cache goes
+	smallCopies(t, tbl) // after the fixture's cleanups: its work stops before the cache goes
 	cp := openUntilCopy(t, tbl, snap, f)
 	want := readAll(t, cp)
 	path := cp.(*copyContent).df.Path()
@@ -147,7 +146,7 @@ func TestCopyDamagedOrEvicted(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	resetCopies(t)
+	resetCopies(t, tbl)
 	c, err := tbl.Open(context.Background(), snap, f)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +173,7 @@ func TestCopyDamagedOrEvicted(t *testing.T) {
 	}
 	sf.Discard()
 	sf.Close()
-	resetCopies(t)
+	resetCopies(t, tbl)
 	if c, err := tbl.Open(context.Background(), snap, f); err != nil || IsCopy(c) {
 		t.Fatalf("copy without a sum: copy=%v, %v", err == nil && IsCopy(c), err)
 	} else {
@@ -223,8 +222,8 @@ func rewriteKey(t *testing.T, tbl *Table, snap *delta.Snapshot, f *delta.LiveFil
 // runs (the mount closes the disk cache right after), whether the copy
 // was finished or cancelled.
 func TestCloseWaitsForCopies(t *testing.T) {
-	smallCopies(t)
 	tbl, snap, f := dvFile(t)
+	smallCopies(t, tbl)
 	for range 2 { // the second open starts the copy
 		c, err := tbl.Open(context.Background(), snap, f)
 		if err != nil {
@@ -233,9 +232,9 @@ func TestCloseWaitsForCopies(t *testing.T) {
 		c.Close()
 	}
 	tbl.Close()
-	copies.mu.Lock()
-	n := len(copies.busy)
-	copies.mu.Unlock()
+	tbl.copies.mu.Lock()
+	n := len(tbl.copies.busy)
+	tbl.copies.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d copies still at work after Close", n)
 	}
@@ -246,7 +245,7 @@ func TestCloseWaitsForCopies(t *testing.T) {
 // a stat reads no patch.
 func TestCopyOfAnEarlierMountServesTheFirstOpen(t *testing.T) {
 	tbl, snap, f := dvFile(t)
-	smallCopies(t)
+	smallCopies(t, tbl)
 	cp := openUntilCopy(t, tbl, snap, f)
 	want := readAll(t, cp)
 	cp.Close()
@@ -256,10 +255,8 @@ func TestCopyOfAnEarlierMountServesTheFirstOpen(t *testing.T) {
 		pf.Discard()
 		pf.Close()
 	}
-	resetCopies(t) // as a new process knows nothing of it
-	verdicts.mu.Lock()
-	clear(verdicts.m) // nor of its size
-	verdicts.mu.Unlock()
+	resetCopies(t, tbl)  // as a new process knows nothing of it
+	tbl.verdicts.clear() // nor of its size
 	n, err := tbl.Size(context.Background(), snap, f)
 	if err != nil || n != int64(len(want)) {
 		t.Fatalf("Size: %d, %v; want %d", n, err, len(want))
@@ -285,7 +282,7 @@ func TestCopyOfAnEarlierMountServesTheFirstOpen(t *testing.T) {
 // not discarded for its missing sum.
 func TestCopyBeingBuiltIsNotDiscarded(t *testing.T) {
 	tbl, snap, f := dvFile(t)
-	smallCopies(t)
+	smallCopies(t, tbl)
 	openUntilCopy(t, tbl, snap, f).Close()
 	key := rewriteKey(t, tbl, snap, f)
 	_, sumKey := copyKeys(key)
@@ -293,14 +290,14 @@ func TestCopyBeingBuiltIsNotDiscarded(t *testing.T) {
 		sf.Discard()
 		sf.Close()
 	}
-	resetCopies(t)
-	copies.mu.Lock()
-	copies.busy[key] = true // as buildCopy holds it until the sum is written
-	copies.mu.Unlock()
+	resetCopies(t, tbl)
+	tbl.copies.mu.Lock()
+	tbl.copies.busy[key] = true // as buildCopy holds it until the sum is written
+	tbl.copies.mu.Unlock()
 	c, err := tbl.Open(context.Background(), snap, f)
-	copies.mu.Lock()
-	delete(copies.busy, key)
-	copies.mu.Unlock()
+	tbl.copies.mu.Lock()
+	delete(tbl.copies.busy, key)
+	tbl.copies.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
