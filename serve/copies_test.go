@@ -3,12 +3,15 @@ package serve
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -339,4 +342,134 @@ func TestCopyNotKeptLevels(t *testing.T) {
 	if !slices.Equal(levels, want) {
 		t.Errorf("levels %v, want %v", levels, want)
 	}
+}
+
+// syncLog is a log buffer safe for the table's background work.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A copy whose sum was tampered with is refused as a damaged local cache
+// file, named with its path, table, version and file, never as a corrupt
+// Delta log: a sum whose size disagrees with its copy is discarded by the
+// stat that reads it (which then sizes the rewrite), and a copy and sum
+// that agree on a wrong size fail the open that checks the copy
+// (CacheFileError), after which stat and open give the rewrite's bytes.
+func TestCopySumTamperedIsADamagedCacheFile(t *testing.T) {
+	var logs syncLog
+	const fixture = "delta-kernel-rs/golden-dv-partitioned-with-checkpoint"
+	dir := t.TempDir()
+	opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	tbl, snap := openFixtureIn(t, fixture, opts, dir)
+	files, err := snap.LiveFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f *delta.LiveFile
+	for i := range files {
+		if files[i].Add.DeletionVector != nil {
+			f = &files[i]
+			break
+		}
+	}
+	smallCopies(t, tbl)
+	cp := openUntilCopy(t, tbl, snap, f)
+	want := readAll(t, cp)
+	dataPath := cp.(*copyContent).df.Path()
+	cp.Close()
+	key := rewriteKey(t, tbl, snap, f)
+	_, sumKey := copyKeys(key)
+	tamper := func(size int64) {
+		t.Helper()
+		sf, ok := tbl.cache.Lookup(sumKey)
+		if !ok {
+			t.Fatal("no sum beside the copy")
+		}
+		path := sf.Path()
+		sf.Close()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(b[4:], uint64(size))
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		resetCopies(t, tbl) // as a new process knows nothing of it
+		tbl.verdicts.clear()
+	}
+	named := func(msg string, path string) {
+		t.Helper()
+		for _, w := range []string{"damaged local cache file", path, "table t", fmt.Sprintf("version %d", snap.Version()), f.Key} {
+			if !strings.Contains(msg, w) {
+				t.Errorf("the message does not name %q:\n%s", w, msg)
+			}
+		}
+		if strings.Contains(msg, "corrupt") {
+			t.Errorf("the message blames the Delta log:\n%s", msg)
+		}
+	}
+
+	// The sum's size tampered: the stat finds it, sizes the rewrite.
+	tamper(int64(len(want)) + 7)
+	if n, err := tbl.Size(context.Background(), snap, f); err != nil || n != int64(len(want)) {
+		t.Fatalf("Size with a tampered sum: %d, %v; want %d", n, err, len(want))
+	}
+	named(logs.String(), dataPath)
+	if _, ok := tbl.cache.Lookup(sumKey); ok {
+		t.Error("the tampered sum is still in the cache")
+	}
+	c, err := tbl.Open(context.Background(), snap, f)
+	if err != nil || IsCopy(c) {
+		t.Fatalf("open after the tampered sum: copy=%v, %v", err == nil && IsCopy(c), err)
+	}
+	if got := readAll(t, c); !bytes.Equal(got, want) {
+		t.Fatal("the composite serves other bytes")
+	}
+	c.Close()
+
+	// The copy and its sum agree on a wrong size (as a new mount of the
+	// cache finds them): the open that checks the copy refuses it.
+	cp = openUntilCopy(t, tbl, snap, f)
+	dataPath = cp.(*copyContent).df.Path()
+	cp.Close()
+	tamper(int64(len(want)) - 1)
+	if err := os.Truncate(dataPath, int64(len(want))-1); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = openFixtureIn(t, fixture, opts, dir) // a new mount of the cache
+	smallCopies(t, tbl)
+	if n, err := tbl.Size(context.Background(), snap, f); err != nil || n != int64(len(want))-1 {
+		t.Fatalf("Size with a copy and sum that agree: %d, %v; want their %d", n, err, len(want)-1)
+	}
+	_, err = tbl.Open(context.Background(), snap, f)
+	var cfe *CacheFileError
+	if !errors.As(err, &cfe) || !errors.Is(err, ErrDamagedCache) || errors.Is(err, delta.ErrCorruptLog) {
+		t.Fatalf("open of a damaged copy whose size a stat gave: %v; want a CacheFileError, not ErrCorruptLog", err)
+	}
+	named(err.Error(), dataPath)
+	if n, err := tbl.Size(context.Background(), snap, f); err != nil || n != int64(len(want)) {
+		t.Fatalf("Size after the refusal: %d, %v; want the rewrite's %d", n, err, len(want))
+	}
+	c, err = tbl.Open(context.Background(), snap, f)
+	if err != nil {
+		t.Fatalf("open after the refusal: %v", err)
+	}
+	if got := readAll(t, c); !bytes.Equal(got, want) {
+		t.Fatal("the open after the refusal serves other bytes")
+	}
+	c.Close()
 }

@@ -41,15 +41,39 @@ func (t *Table) openRewritten(ctx context.Context, snap *delta.Snapshot, f *delt
 	if err != nil {
 		return nil, err
 	}
-	if c := t.copyOnDisk(ctx, k.key); c != nil {
+	c, refused := t.copyOnDisk(ctx, snap, f, k.key)
+	if c != nil {
 		return c, nil
 	}
 	l, df, err := t.deriveWith(ctx, snap, f, k)
 	if err != nil {
 		return nil, err
 	}
+	if refused != nil && refused.size != l.Size() {
+		if err := t.unsay(snap, f, refused, l.Size()); err != nil {
+			df.Close()
+			return nil, err
+		}
+	}
 	t.countOpen(snap, f, k.key, l.Size())
 	return t.composite(ctx, f, l, df)
+}
+
+// unsay corrects the size of f that the sum of a damaged copy gave (r),
+// which is not its rewrite's (size). When a stat may have served it (the
+// verdict is that size), the open fails with a CacheFileError, never
+// serving other bytes than stat said, and the next stat has the right size.
+func (t *Table) unsay(snap *delta.Snapshot, f *delta.LiveFile, r *copyRefusal, size int64) error {
+	vk, err := t.verdictKey(snap, f)
+	if err != nil {
+		return err
+	}
+	if n, ok := t.verdicts.get(vk); !ok || n != r.size {
+		return nil
+	}
+	t.decide(snap, f, vk, size)
+	return &CacheFileError{Path: r.path, Table: t.name, Version: snap.Version(), File: f.Key,
+		Reason: fmt.Sprintf("its sum gave a size of %d bytes, which a stat may have reported; the rewrite has %d (stat again)", r.size, size)}
 }
 
 // openComposite returns the rewritten bytes of f as a composite.

@@ -201,7 +201,7 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 		t.decide(snap, f, vk, n)
 		return n, nil
 	}
-	if n, ok := t.copySize(k.key); ok { // an earlier mount's copy: its patch need not be read
+	if n, ok := t.sumSize(snap, f, k.key); ok { // an earlier mount's copy: its patch need not be read
 		t.decide(snap, f, vk, n)
 		return n, nil
 	}

@@ -14,12 +14,18 @@ import (
 // openFixture returns a serve.Table of a shared fixture and its latest snapshot.
 func openFixture(t *testing.T, name string, opts Options) (*Table, *delta.Snapshot) {
 	t.Helper()
+	return openFixtureIn(t, name, opts, t.TempDir())
+}
+
+// openFixtureIn is openFixture with its disk cache in dir.
+func openFixtureIn(t *testing.T, name string, opts Options, dir string) (*Table, *delta.Snapshot) {
+	t.Helper()
 	st, err := blobstore.Open(context.Background(), testenv.Fixture(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cache, err := blobcache.New(blobcache.Options{DiskDir: t.TempDir()})
+	cache, err := blobcache.New(blobcache.Options{DiskDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
