@@ -138,6 +138,9 @@ func (s *Server) release() {
 		f.Close() // their background work writes to the cache
 	}
 	s.served.Close()
+	if s.env != nil {
+		s.env.Close()
+	}
 	if s.verdicts != nil {
 		s.verdicts.Close()
 	}
@@ -166,6 +169,9 @@ func (s *Server) buildTree(ctx context.Context, uidSet, gidSet bool) *nodes.Root
 		ShortTimeout: s.cfg.Refresh,
 		Logger:       s.cfg.Logger,
 		Observer:     s.stats,
+		// The plans of @changes ranges: an eighth of the snapshot cache's
+		// budget, as its parsed commits.
+		RangePlanBytes: s.caches.Usage().Budget / 8,
 	})
 	for _, t := range s.tables {
 		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns, Verdicts: s.verdicts, Caches: s.served})
@@ -327,6 +333,9 @@ func (s *Server) Wait() {
 			f.Close() // their background work writes to the cache
 		}
 		s.served.Close()
+		if s.env != nil {
+			s.env.Close()
+		}
 		if s.verdicts != nil {
 			s.verdicts.Close()
 		}

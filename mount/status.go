@@ -7,6 +7,7 @@ import (
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/nodes"
 	"github.com/deltafs/deltafs/serve"
 )
 
@@ -31,6 +32,7 @@ type mountStatus struct {
 	Cache      cacheStatus      `json:"cache"`
 	Snapshots  delta.CacheUsage `json:"snapshotCache"`
 	Served     serve.CacheUsage `json:"servedCaches"` // verdicts, footer patches, copies
+	Plans      nodes.PlanUsage  `json:"changesPlans"` // plans of @changes ranges
 	Sources    []string         `json:"sources"`
 	Stats      blobcache.Stats  `json:"cacheStats"`
 }
@@ -59,7 +61,7 @@ func (s *Server) mountStatus() any {
 	out := mountStatus{
 		Mountpoint: s.cfg.Mountpoint, NFSAddress: s.Addr(), Volume: s.cfg.Volume, PID: os.Getpid(), Started: s.start.UTC(),
 		ReadOnly: s.cfg.ReadOnly, Refresh: s.cfg.Refresh.String(), Stats: st,
-		Snapshots: s.caches.Usage(), Served: s.served.Usage(),
+		Snapshots: s.caches.Usage(), Served: s.served.Usage(), Plans: s.env.PlanUsage(),
 		Cache: cacheStatus{Dir: s.cfg.CacheDir, DiskBytes: st.DiskBytes, DiskLimit: s.cfg.CacheSize,
 			MemoryBytes: st.MemoryBytes, MemoryLimit: mem, HitRatioPercent: ratio},
 	}
