@@ -20,6 +20,15 @@ func (s *Server) MetricsHandler() http.Handler { return s.stats.handler() }
 // SnapshotCacheUsage reports what the tables' snapshot cache holds.
 func (s *Server) SnapshotCacheUsage() delta.CacheUsage { return s.caches.Usage() }
 
+// ServedCacheUsage reports what the tables' data file servers keep in
+// memory (verdicts, footer patches, copies): this mount's alone, empty
+// once it is unmounted.
+func (s *Server) ServedCacheUsage() serve.CacheUsage { return s.served.Usage() }
+
+// PlanUsage reports what the plans of @changes ranges hold: this mount's
+// alone, none once it is unmounted.
+func (s *Server) PlanUsage() nodes.PlanUsage { return s.env.PlanUsage() }
+
 // mountStatus is the "mount" member of the status file.
 type mountStatus struct {
 	Mountpoint string           `json:"mountpoint,omitempty"`
