@@ -175,9 +175,12 @@ func (t *Table) copyOnDisk(ctx context.Context, snap *delta.Snapshot, f *delta.L
 	}
 	size, _, err := t.readCopySum(key)
 	switch {
+	case errors.Is(err, errNoSum): // evicted before its copy
+		t.log.Debug("deltafs: materialized copy without its sum discarded", "table", t.name, "copy", df.Path())
+		df.Discard() // without its sum it can never be checked
 	case err != nil:
 		t.damaged(snap, f, df.Path(), err.Error())
-		df.Discard() // without its sum it can never be checked
+		df.Discard()
 	case t.checkCopyFile(ctx, snap, f, key, df, size):
 		return &copyContent{df: df}, nil
 	default:
@@ -235,8 +238,8 @@ func (t *Table) sumSize(snap *delta.Snapshot, f *delta.LiveFile, key string) (in
 	if err == nil && n == df.Size() {
 		return n, true
 	}
-	if errors.Is(err, errNoSum) && t.copies.isBusy(key) {
-		return 0, false // being built: its sum is not written yet
+	if errors.Is(err, errNoSum) {
+		return 0, false // being built, or its sum evicted: the open decides
 	}
 	if err == nil {
 		err = fmt.Errorf("its sum gives %d bytes, the copy has %d", n, df.Size())
