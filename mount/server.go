@@ -115,6 +115,7 @@ func open(ctx context.Context, cfg Config) (*Server, *nodes.RootDir, error) {
 	}
 	instrumentTables(tables, s.stats, caches)
 	root := s.buildTree(ctx, uidSet, gidSet)
+	s.stats.watchMemory(s.served, s.env)
 	root.EnableStatus(s.mountStatus)
 	if !cfg.ReadOnly {
 		if s.staging, err = s.enableInboxes(); err != nil {
