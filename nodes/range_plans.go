@@ -26,12 +26,16 @@ const DefaultRangePlanBytes = delta.DefaultStateBytes / 8
 
 // Estimated heap bytes of a plan: planOverhead for the plan, its slice
 // and map headers; per change file changeFileBytes for the ChangeFile and
-// its name's map entry, plus the bytes of its strings (changeFileCost).
+// its name's map entry, plus the bytes of its strings, partitionMapBytes
+// for a map of partition values and partitionBytes a value, dvBytes a
+// deletion vector (planCost; TestPlanCostCoversTheHeap holds it to the
+// heap).
 const (
-	planOverhead    = 512
-	changeFileBytes = 240
-	partitionBytes  = 64 // per partition value: map entry and string headers
-	dvBytes         = 128
+	planOverhead      = 512
+	changeFileBytes   = 240
+	partitionMapBytes = 256 // a small map: its header and first group
+	partitionBytes    = 48  // per partition value: its slot, string and pointer
+	dvBytes           = 128
 )
 
 // rangePlan is the plan of a range of changes: its change files and their
@@ -154,6 +158,9 @@ func planCost(files []delta.ChangeFile, names map[string]int) int64 {
 	n := int64(planOverhead)
 	for _, f := range files {
 		n += changeFileBytes + int64(len(f.Path)+len(f.Key)+len(f.ChangeType))
+		if len(f.PartitionValues) > 0 {
+			n += partitionMapBytes
+		}
 		for k, v := range f.PartitionValues {
 			n += partitionBytes + int64(len(k))
 			if v != nil {

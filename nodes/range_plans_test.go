@@ -2,10 +2,16 @@ package nodes
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/serve"
 )
 
 // Concurrent requests for one range's plan make it once; a build under
@@ -128,4 +134,49 @@ func TestRangePlansStayInBudget(t *testing.T) {
 	if _, n := big.usage(); n != 1 {
 		t.Errorf("a plan over the whole budget is not kept alone (%d kept): a listing would read the log per file", n)
 	}
+}
+
+// liveHeap is the heap's live bytes after a GC.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+// planCost charges at least what a plan holds on the heap: 20,000 change
+// files as the feed gives them (a partition value each, a quarter with a
+// deletion vector), named as a range directory names them.
+func TestPlanCostCoversTheHeap(t *testing.T) {
+	const n = 20000
+	base := liveHeap()
+	files := make([]delta.ChangeFile, 0, n)
+	for i := range n {
+		v := fmt.Sprintf("2026-01-%02d", i%28+1)
+		f := delta.ChangeFile{Version: int64(i / 10), Timestamp: time.Unix(int64(i), 0),
+			Path:            fmt.Sprintf("date=%s/part-%05d-6f1c2e8a-4c4e-a3b8-da3c214613d0.c000.snappy.parquet", v, i),
+			Size:            int64(4096 + i),
+			PartitionValues: map[string]*string{"date": &v}, ChangeType: "insert"}
+		f.Key = "/data/warehouse/orders/" + f.Path
+		if i%4 == 0 {
+			f.Deleted = &delta.DeletionVector{StorageType: "u", PathOrInlineDV: "ab^-aqEH.-t@S}K{vb[*k^", SizeInBytes: 34, Cardinality: 3}
+		}
+		files = append(files, f)
+	}
+	names := make(map[string]int, n)
+	for i, f := range files {
+		names[serve.ChangeFileName(i, f)] = i
+	}
+	held := liveHeap() - base
+	cost := planCost(files, names)
+	t.Logf("%d change files: %d bytes of heap (%d each), charged %d (%d each)", n, held, held/n, cost, cost/n)
+	if cost < held {
+		t.Errorf("a plan of %d files holds %d bytes of heap, charged only %d", n, held, cost)
+	}
+	if cost > 2*held {
+		t.Errorf("a plan of %d files holds %d bytes of heap, charged %d: more than twice", n, held, cost)
+	}
+	runtime.KeepAlive(files)
+	runtime.KeepAlive(names)
 }

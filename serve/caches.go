@@ -13,11 +13,11 @@ import (
 // (docs/operations.md, "Memory budgets"):
 //
 //   - verdicts: how each stored file is served (as stored, or rewritten
-//     and its size), about verdictBytes an entry, at most maxVerdicts;
+//     and its size), at most verdictBytes an entry and maxVerdicts entries;
 //   - footer-only patches (memPatches): their bytes plus 64 per layout
 //     segment and 128 each, at most memPatchBytes;
 //   - copies (copyState): opens counted and copies checked, a 128-bit hash
-//     of the rewrite's key each, about copyEntryBytes an entry, at most
+//     of the rewrite's key each, at most copyEntryBytes an entry and
 //     copyOpensKept and maxTrusted entries;
 //   - shapes of recent schemas, at most maxShapes, and the footer verdicts
 //     by encoded schema (pqfile.ShapeMemo), at most schemaMemoBytes;

@@ -63,13 +63,14 @@ type copyState struct {
 }
 
 // copyOpensKept bounds the files whose opens are counted; maxTrusted the
-// copies remembered as checked. An entry of either costs about
+// copies remembered as checked. An entry of either costs at most
 // copyEntryBytes (its hash, its value, the map's or the LRU list's
-// overhead), so both hold about 12 MiB at most.
+// overhead: 122 measured, TestCacheUnitsCoverTheHeap), so both hold
+// 16 MiB at most.
 const (
 	copyOpensKept  = 64 << 10
 	maxTrusted     = 64 << 10
-	copyEntryBytes = 96
+	copyEntryBytes = 128
 )
 
 func newCopyState() *copyState {
