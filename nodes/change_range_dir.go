@@ -32,8 +32,9 @@ type ChangeRangeDir struct {
 }
 
 // maxRangeFiles bounds the change files one range directory lists (its
-// plan holds each, an estimated 300 bytes: 40 MiB at most, planCost): a
-// longer range is refused, saying so; deltafs changes streams any length.
+// plan holds each: ~400 bytes, ~850 with partition values (planCost), so
+// 50-110 MiB at most): a longer range is refused, saying so; deltafs
+// changes streams any length.
 var maxRangeFiles = 1 << 17 // a variable for tests
 
 // errRangeTooLarge marks a range with more than maxRangeFiles files.
