@@ -3,12 +3,17 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,5 +213,129 @@ func checkLiveRows(t *testing.T, b []byte, rows int64, deleted *roaring64.Bitmap
 			t.Fatalf("row id %d served where %d was expected", row.ID, want)
 		}
 		want++
+	}
+}
+
+// copySumFile finds the sum of the one materialized copy under the cache
+// dir (16 bytes starting "dfc1") and returns its path and the size it
+// records; "" when there is none yet.
+func copySumFile(t *testing.T, cache string) (string, int64) {
+	t.Helper()
+	var found string
+	var size int64
+	filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err != nil || fi.Size() != 16 {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil && string(b[:4]) == "dfc1" {
+			found, size = p, int64(binary.LittleEndian.Uint64(b[4:12]))
+		}
+		return nil
+	})
+	return found, size
+}
+
+// A copy and its sum tampered with alike (both one byte shorter), found by
+// a new mount whose stat took its size from the sum: the open that checks
+// the copy fails with EIO naming a damaged local cache file (its path,
+// table, version and file), not a corrupt Delta log, and the file then
+// stats and reads as its rewrite.
+func TestTamperedCopyIsADamagedCacheFile(t *testing.T) {
+	testenv.RequireFUSE(t)
+	root := t.TempDir()
+	writeBigDVTable(t, root)
+	cache := t.TempDir()
+	var logs syncBuffer
+	mountIt := func() (*mount.Server, string) {
+		cfg := mount.Config{Mountpoint: t.TempDir(), CacheDir: cache, ReadOnly: true,
+			Logger:  slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}, &logs), nil)),
+			Sources: []mount.Source{{Name: "t", URL: root}}}
+		srv, err := mount.Mount(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, cfg.Mountpoint
+	}
+	srv, mnt := mountIt()
+	path := filepath.Join(mnt, "t", "@v0", "part-00000-big.parquet")
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum string
+	for deadline := time.Now().Add(20 * time.Second); sum == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no materialized copy 20 s into re-reading a rewritten file")
+		}
+		if _, err := os.ReadFile(path); err != nil {
+			t.Fatal(err)
+		}
+		sum, _ = copySumFile(t, cache)
+	}
+	if err := srv.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	// The copy: the file of the cache holding exactly the served bytes.
+	var copyPath string
+	filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		if fi, ierr := os.Stat(p); err == nil && ierr == nil && !d.IsDir() && fi.Size() == int64(len(want)) {
+			if b, rerr := os.ReadFile(p); rerr == nil && bytes.Equal(b, want) {
+				copyPath = p
+			}
+		}
+		return nil
+	})
+	if copyPath == "" {
+		t.Fatal("no copy of the served bytes in the cache dir")
+	}
+	if err := os.Truncate(copyPath, int64(len(want))-1); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint64(b[4:12], uint64(len(want)-1))
+	if err := os.WriteFile(sum, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(cache, "verdicts.journal")) // the size must come from the sum
+
+	srv, mnt = mountIt()
+	t.Cleanup(func() { srv.Unmount() })
+	path = filepath.Join(mnt, "t", "@v0", "part-00000-big.parquet")
+	if fi, err := os.Stat(path); err != nil || fi.Size() != int64(len(want))-1 {
+		t.Fatalf("stat with a tampered copy and sum: %v, %v; want the sum's %d (the test assumes the stat reads it)", fi, err, len(want)-1)
+	}
+	mark := len(logs.String())
+	_, err = os.ReadFile(path)
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read of the tampered copy: %v, want EIO", err)
+	}
+	l := logs.String()[mark:]
+	for _, w := range []string{"damaged local cache file", copyPath, "table t", "version 0", "part-00000-big.parquet"} {
+		if !strings.Contains(l, w) {
+			t.Errorf("the log does not name %q:\n%s", w, l)
+		}
+	}
+	if strings.Contains(l, "corrupt") {
+		t.Errorf("the log blames the Delta log:\n%s", l)
+	}
+	ok := eventually(10*time.Second, func() bool {
+		if f, err := os.Open(path); err == nil {
+			f.Close()
+		}
+		fi, err := os.Stat(path)
+		return err == nil && fi.Size() == int64(len(want))
+	})
+	if !ok {
+		t.Fatal("the file never stats as its rewrite after the damaged copy")
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read after the damaged copy: %d bytes, %v; want the rewrite's %d", len(got), err, len(want))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/nodes"
+	"github.com/deltafs/deltafs/serve"
 	"github.com/deltafs/deltafs/writeback"
 )
 
@@ -70,6 +71,19 @@ func newMetrics(cache *blobcache.Cache, caches *delta.Caches) *metrics {
 	)
 	m.reg.MustRegister(cacheCollector{cache}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// watchMemory registers the gauges of the mount's own memory beside the
+// snapshot cache: its serve caches and its @changes plans.
+func (m *metrics) watchMemory(served *serve.Caches, env *nodes.Env) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_verdicts", Help: "Stored files whose way of being served (as stored, or rewritten and its size) is kept (at most 1 Mi, ~48 bytes each)."},
+			func() float64 { return float64(served.Usage().Verdicts) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_footer_patch_bytes", Help: "Estimated heap bytes of the footer-only rewrites kept (at most 64 MiB)."},
+			func() float64 { return float64(served.Usage().PatchBytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "deltafs_changes_plan_bytes", Help: "Estimated heap bytes of the plans of @changes ranges kept (an eighth of --snapshot-cache)."},
+			func() float64 { return float64(env.PlanUsage().Bytes) }),
+	)
 }
 
 // handler serves the registry in the Prometheus exposition format.

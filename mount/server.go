@@ -34,6 +34,9 @@ type Server struct {
 	tables []*mountedTable
 	dirs   []*nodes.TableDir
 	files  []*serve.Table // the tables' data file servers, closed before the cache
+	// served are the tables' data file servers' memory (verdicts, footer
+	// patches, copies), this mount's alone, freed once they are closed.
+	served *serve.Caches
 	env    *nodes.Env
 	// inboxEnv and inboxes are the tables' inboxes (inboxes[i] is
 	// dirs[i]'s); nil on a read-only mount.
@@ -106,12 +109,13 @@ func open(ctx context.Context, cfg Config) (*Server, *nodes.RootDir, error) {
 		return nil, nil, fmt.Errorf("cache: %w", err)
 	}
 	caches := delta.NewCaches(cfg.SnapshotCacheSize)
-	s := &Server{cfg: cfg, cache: cache, caches: caches, stats: newMetrics(cache, caches), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
+	s := &Server{cfg: cfg, cache: cache, caches: caches, served: serve.NewCaches(), stats: newMetrics(cache, caches), start: time.Now(), tables: tables, loopDone: make(chan struct{}), waited: make(chan struct{})}
 	if s.verdicts, err = serve.OpenVerdictJournal(filepath.Join(cfg.CacheDir, verdictJournal), cfg.Logger); err != nil {
 		cfg.Logger.Warn("deltafs: verdict journal unavailable; a new mount reads every footer again", "err", err)
 	}
 	instrumentTables(tables, s.stats, caches)
 	root := s.buildTree(ctx, uidSet, gidSet)
+	s.stats.watchMemory(s.served, s.env)
 	root.EnableStatus(s.mountStatus)
 	if !cfg.ReadOnly {
 		if s.staging, err = s.enableInboxes(); err != nil {
@@ -133,6 +137,10 @@ func (s *Server) release() {
 	}
 	for _, f := range s.files {
 		f.Close() // their background work writes to the cache
+	}
+	s.served.Close()
+	if s.env != nil {
+		s.env.Close()
 	}
 	if s.verdicts != nil {
 		s.verdicts.Close()
@@ -162,9 +170,12 @@ func (s *Server) buildTree(ctx context.Context, uidSet, gidSet bool) *nodes.Root
 		ShortTimeout: s.cfg.Refresh,
 		Logger:       s.cfg.Logger,
 		Observer:     s.stats,
+		// The plans of @changes ranges: an eighth of the snapshot cache's
+		// budget, as its parsed commits.
+		RangePlanBytes: s.caches.Usage().Budget / 8,
 	})
 	for _, t := range s.tables {
-		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns, Verdicts: s.verdicts})
+		files := serve.NewTable(t.name, t.store, s.cache, serve.Options{Logger: s.cfg.Logger, Observe: s.stats.materialization, PartitionsInFiles: s.cfg.PartitionColumns, Verdicts: s.verdicts, Caches: s.served})
 		s.files = append(s.files, files)
 		d := nodes.NewTableDir(s.env, t.name, t.table, files)
 		s.mirrorPerms(d, files, uidSet, gidSet)
@@ -321,6 +332,10 @@ func (s *Server) Wait() {
 		}
 		for _, f := range s.files {
 			f.Close() // their background work writes to the cache
+		}
+		s.served.Close()
+		if s.env != nil {
+			s.env.Close()
 		}
 		if s.verdicts != nil {
 			s.verdicts.Close()

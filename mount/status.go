@@ -7,6 +7,8 @@ import (
 
 	"github.com/deltafs/deltafs/blobcache"
 	"github.com/deltafs/deltafs/delta"
+	"github.com/deltafs/deltafs/nodes"
+	"github.com/deltafs/deltafs/serve"
 )
 
 // MetricsHandler serves the mount's Prometheus metrics (exposition
@@ -17,6 +19,15 @@ func (s *Server) MetricsHandler() http.Handler { return s.stats.handler() }
 
 // SnapshotCacheUsage reports what the tables' snapshot cache holds.
 func (s *Server) SnapshotCacheUsage() delta.CacheUsage { return s.caches.Usage() }
+
+// ServedCacheUsage reports what the tables' data file servers keep in
+// memory (verdicts, footer patches, copies): this mount's alone, empty
+// once it is unmounted.
+func (s *Server) ServedCacheUsage() serve.CacheUsage { return s.served.Usage() }
+
+// PlanUsage reports what the plans of @changes ranges hold: this mount's
+// alone, none once it is unmounted.
+func (s *Server) PlanUsage() nodes.PlanUsage { return s.env.PlanUsage() }
 
 // mountStatus is the "mount" member of the status file.
 type mountStatus struct {
@@ -29,6 +40,8 @@ type mountStatus struct {
 	Refresh    string           `json:"refresh"`
 	Cache      cacheStatus      `json:"cache"`
 	Snapshots  delta.CacheUsage `json:"snapshotCache"`
+	Served     serve.CacheUsage `json:"servedCaches"` // verdicts, footer patches, copies
+	Plans      nodes.PlanUsage  `json:"changesPlans"` // plans of @changes ranges
 	Sources    []string         `json:"sources"`
 	Stats      blobcache.Stats  `json:"cacheStats"`
 }
@@ -57,7 +70,7 @@ func (s *Server) mountStatus() any {
 	out := mountStatus{
 		Mountpoint: s.cfg.Mountpoint, NFSAddress: s.Addr(), Volume: s.cfg.Volume, PID: os.Getpid(), Started: s.start.UTC(),
 		ReadOnly: s.cfg.ReadOnly, Refresh: s.cfg.Refresh.String(), Stats: st,
-		Snapshots: s.caches.Usage(),
+		Snapshots: s.caches.Usage(), Served: s.served.Usage(), Plans: s.env.PlanUsage(),
 		Cache: cacheStatus{Dir: s.cfg.CacheDir, DiskBytes: st.DiskBytes, DiskLimit: s.cfg.CacheSize,
 			MemoryBytes: st.MemoryBytes, MemoryLimit: mem, HitRatioPercent: ratio},
 	}

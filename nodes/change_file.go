@@ -19,13 +19,15 @@ import (
 // ChangeFileNode is one Parquet file of a range of changes
 // (ChangeRangeDir): a data or CDC file's change rows, served rewritten by
 // the table's Files (OpenChange). Its bytes never change: the kernel may
-// keep them cached.
+// keep them cached. It holds its change file and rows, not the range's
+// end snapshot, which the snapshot cache keeps (or builds again) and is
+// asked for on use.
 type ChangeFileNode struct {
 	fs.Inode
 	ReadOnlyFile
 
 	dir  *TableDir
-	end  *delta.Snapshot
+	to   int64 // the range's end version
 	cf   delta.ChangeFile
 	name string
 	ino  uint64
@@ -40,17 +42,34 @@ var (
 	_ = (fs.NodeOpener)((*ChangeFileNode)(nil))
 )
 
-// rows returns the file's change rows (its deletion vectors read once).
+// rows returns the file's change rows (its deletion vectors read once
+// they are read whole; mu is not held while they are read).
 func (c *ChangeFileNode) rows(ctx context.Context) (keep, drop *roaring64.Bitmap, err error) {
+	c.mu.Lock()
+	known, keep, drop := c.rowsKnown, c.keep, c.drop
+	c.mu.Unlock()
+	if known {
+		return keep, drop, nil
+	}
+	if keep, drop, err = c.dir.table.Rows(ctx, c.cf); err != nil {
+		return nil, nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.rowsKnown {
-		if c.keep, c.drop, err = c.dir.table.Rows(ctx, c.cf); err != nil {
-			return nil, nil, err
-		}
-		c.rowsKnown = true
+		c.keep, c.drop, c.rowsKnown = keep, drop, true
 	}
 	return c.keep, c.drop, nil
+}
+
+// sized returns the range's end snapshot and the file's change rows:
+// what serving it needs.
+func (c *ChangeFileNode) sized(ctx context.Context) (end *delta.Snapshot, keep, drop *roaring64.Bitmap, err error) {
+	if end, err = c.dir.table.Snapshot(ctx, c.to); err != nil {
+		return nil, nil, nil, err
+	}
+	keep, drop, err = c.rows(ctx)
+	return end, keep, drop, err
 }
 
 func (c *ChangeFileNode) attrs() []any {
@@ -63,10 +82,10 @@ func (c *ChangeFileNode) attrs() []any {
 // timeout and the failure is the open's, as for a data file (statSize):
 // a failed stat makes a glob skip the file silently.
 func (c *ChangeFileNode) fill(ctx context.Context, a *fuse.Attr) (time.Duration, syscall.Errno) {
-	keep, drop, err := c.rows(ctx)
+	end, keep, drop, err := c.sized(ctx)
 	var n int64
 	if err == nil {
-		n, err = c.dir.files.ChangeSize(ctx, c.end, c.cf, keep, drop)
+		n, err = c.dir.files.ChangeSize(ctx, end, c.cf, keep, drop)
 	}
 	timeout := c.dir.env.Opts.LongTimeout
 	if err != nil {
@@ -95,10 +114,10 @@ func (c *ChangeFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle,
 	if IsWriteOpen(flags) {
 		return nil, 0, c.ro.refuse("open for writing", "")
 	}
-	keep, drop, err := c.rows(ctx)
+	end, keep, drop, err := c.sized(ctx)
 	var content serve.Content
 	if err == nil {
-		content, err = c.dir.files.OpenChange(ctx, c.end, c.cf, keep, drop)
+		content, err = c.dir.files.OpenChange(ctx, end, c.cf, keep, drop)
 	}
 	if err != nil {
 		return nil, 0, c.dir.env.DataErrno("open a change file", err, c.attrs()...)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"slices"
 	"syscall"
 	"time"
 
@@ -20,7 +20,8 @@ import (
 // vVERSION-N-NAME.parquet in the order the feed gives them. A range the
 // feed cannot give holds only _deltafs_error.txt saying why. The plan (the
 // files, from the log alone) is made when the directory is first listed
-// or looked into, and kept with the node.
+// or looked into and kept in the mount's plan cache (range_plans.go),
+// under its budget: the node holds only the range's bounds.
 type ChangeRangeDir struct {
 	fs.Inode
 	readOnlyDir
@@ -28,18 +29,12 @@ type ChangeRangeDir struct {
 	dir      *TableDir
 	from, to int64
 	ino      uint64
-
-	mu      sync.Mutex
-	planned bool               // guarded by mu
-	end     *delta.Snapshot    // guarded by mu: the range's newest snapshot
-	files   []delta.ChangeFile // guarded by mu
-	names   map[string]int     // guarded by mu: file name -> index in files
-	refused error              // guarded by mu: why the feed cannot give the range
 }
 
 // maxRangeFiles bounds the change files one range directory lists (its
-// plan holds each, an estimated 300 bytes: 40 MiB at most): a longer range is
-// refused, saying so; deltafs changes streams any length.
+// plan holds each: ~400 bytes, ~850 with partition values (planCost), so
+// 50-110 MiB at most): a longer range is refused, saying so; deltafs
+// changes streams any length.
 var maxRangeFiles = 1 << 17 // a variable for tests
 
 // errRangeTooLarge marks a range with more than maxRangeFiles files.
@@ -63,15 +58,22 @@ func (r *ChangeRangeDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse
 	return 0
 }
 
-// plan lists the range's change files once. A refusal is kept; another
-// failure (storage) is returned and tried again at the next request.
-func (r *ChangeRangeDir) plan(ctx context.Context) syscall.Errno {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.planned {
-		return 0
+// plan returns the range's plan, from the mount's plan cache or made now.
+// A refusal is a plan; another failure (storage) is returned, and tried
+// again at the next request.
+func (r *ChangeRangeDir) plan(ctx context.Context) (*rangePlan, syscall.Errno) {
+	p, err := r.dir.env.plans.get(ctx, planKey{r.dir, r.from, r.to}, r.build)
+	if err != nil {
+		return nil, r.dir.env.metaErrno("plan changes", err, "table", r.dir.name, "from", r.from, "to", r.to)
 	}
-	end, err := r.dir.table.Snapshot(ctx, r.to)
+	return p, 0
+}
+
+// build lists the range's change files from the log. Its end snapshot is
+// asked for first, so that a version that cannot be read refuses the
+// range; it stays in (and is charged to) the snapshot cache.
+func (r *ChangeRangeDir) build(ctx context.Context) (*rangePlan, error) {
+	_, err := r.dir.table.Snapshot(ctx, r.to)
 	var files []delta.ChangeFile
 	if err == nil {
 		err = r.dir.table.Changes(ctx, r.from, r.to, func(f delta.ChangeFile) error {
@@ -86,29 +88,29 @@ func (r *ChangeRangeDir) plan(ctx context.Context) syscall.Errno {
 	case err == nil:
 	case errors.Is(err, delta.ErrChangesUnavailable), errors.Is(err, delta.ErrUnsupportedFeature),
 		errors.Is(err, delta.ErrVersionNotFound), errors.Is(err, errRangeTooLarge):
-		files, r.refused = nil, err
+		return &rangePlan{refused: err, cost: planOverhead + int64(len(err.Error()))}, nil
 	default:
-		return r.dir.env.metaErrno("plan changes", err, "table", r.dir.name, "from", r.from, "to", r.to)
+		return nil, err
 	}
-	r.end, r.files, r.names, r.planned = end, files, map[string]int{}, true
+	p := &rangePlan{files: slices.Clip(files), names: make(map[string]int, len(files))}
 	for i, f := range files {
-		r.names[serve.ChangeFileName(i, f)] = i
+		p.names[serve.ChangeFileName(i, f)] = i
 	}
-	return 0
+	p.cost = planCost(p.files, p.names)
+	return p, nil
 }
 
 // Readdir lists the change files, or the reason file of a refused range.
 func (r *ChangeRangeDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	if errno := r.plan(ctx); errno != 0 {
+	p, errno := r.plan(ctx)
+	if errno != 0 {
 		return nil, errno
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.refused != nil {
+	if p.refused != nil {
 		return fs.NewListDirStream([]fuse.DirEntry{{Name: ReasonName, Mode: syscall.S_IFREG}}), 0
 	}
-	entries := make([]fuse.DirEntry, len(r.files))
-	for i, f := range r.files {
+	entries := make([]fuse.DirEntry, len(p.files))
+	for i, f := range p.files {
 		name := serve.ChangeFileName(i, f)
 		entries[i] = fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: StableIno(kindChanges, r.dir.name, r.from, fmt.Sprintf("%d..%d/%s", r.from, r.to, name))}
 	}
@@ -117,17 +119,16 @@ func (r *ChangeRangeDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Err
 
 // Lookup returns a change file, or the reason file of a refused range.
 func (r *ChangeRangeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := r.plan(ctx); errno != 0 {
+	p, errno := r.plan(ctx)
+	if errno != 0 {
 		return nil, errno
 	}
-	r.mu.Lock()
-	refused, end := r.refused, r.end
-	i, ok := r.names[name]
+	refused := p.refused
+	i, ok := p.names[name]
 	var cf delta.ChangeFile
 	if ok {
-		cf = r.files[i]
+		cf = p.files[i]
 	}
-	r.mu.Unlock()
 	acc := r.dir.access()
 	if refused != nil {
 		if name != ReasonName {
@@ -144,7 +145,7 @@ func (r *ChangeRangeDir) Lookup(ctx context.Context, name string, out *fuse.Entr
 		return nil, syscall.ENOENT
 	}
 	ino := StableIno(kindChanges, r.dir.name, r.from, fmt.Sprintf("%d..%d/%s", r.from, r.to, name))
-	c := &ChangeFileNode{dir: r.dir, end: end, cf: cf, name: name, ino: ino}
+	c := &ChangeFileNode{dir: r.dir, to: r.to, cf: cf, name: name, ino: ino}
 	c.ro = roNode{r.dir.env, &c.Inode}
 	timeout, errno := c.fill(ctx, &out.Attr)
 	if errno != 0 {

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"syscall"
@@ -181,6 +182,12 @@ func (d *DataFile) openContent(ctx context.Context) (serve.Content, error) {
 		return nil, err
 	}
 	c, err := d.ref.files.Open(ctx, snap, f)
+	if errors.Is(err, serve.ErrDamagedCache) {
+		// The size stat reported came from a damaged cache file: ask again,
+		// and have the kernel ask again once an open succeeds.
+		d.size.Store(-1)
+		d.stale.Store(true)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -115,6 +115,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, is told of every failed operation (metrics).
 	Observer Observer
+	// RangePlanBytes bounds the estimated heap bytes of the plans of
+	// @changes ranges the mount keeps (default DefaultRangePlanBytes).
+	RangePlanBytes int64
 }
 
 // Observer is told of each operation that failed, once its errno is
@@ -138,6 +141,8 @@ type Env struct {
 	directIO atomic.Bool
 	// refusals rate-limits the log lines of writes refused with EROFS.
 	refusals refusalLog
+	// plans are the plans of the mount's @changes ranges (range_plans.go).
+	plans *rangePlans
 }
 
 // Logger is where the tree's nodes log (Options.Logger, or a discarding
@@ -161,7 +166,24 @@ func NewEnv(opts Options) *Env {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Env{Opts: opts, log: log}
+	return &Env{Opts: opts, log: log, plans: newRangePlans(opts.RangePlanBytes)}
+}
+
+// Close frees what the mount's nodes keep beside their inodes (the plans
+// of @changes ranges), once the mount is gone.
+func (e *Env) Close() { e.plans.clear() }
+
+// PlanUsage is what the plans of @changes ranges hold.
+type PlanUsage struct {
+	Budget int64 `json:"budgetBytes"`
+	Bytes  int64 `json:"bytes"` // estimated heap bytes
+	Plans  int   `json:"plans"`
+}
+
+// PlanUsage reports what the plans of @changes ranges hold now.
+func (e *Env) PlanUsage() PlanUsage {
+	b, n := e.plans.usage()
+	return PlanUsage{Budget: e.plans.limit, Bytes: b, Plans: n}
 }
 
 // Errors an inbox's Writer (package inbox) returns, so that the errno is chosen (see

@@ -81,7 +81,7 @@ func (t *Table) changeEntry(ctx context.Context, end *delta.Snapshot, cf delta.C
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	shape, err := changeShape(end, cf)
+	shape, err := t.changeShape(end, cf)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -138,8 +138,8 @@ func changeDeleted(src io.ReaderAt, size int64, keep, drop *roaring64.Bitmap) (*
 
 // changeShape returns the shape of change file cf: end's columns with its
 // partition values, then the feed's metadata columns.
-func changeShape(end *delta.Snapshot, cf delta.ChangeFile) (*pqfile.Shape, error) {
-	s, err := cachedShape(end, true)
+func (t *Table) changeShape(end *delta.Snapshot, cf delta.ChangeFile) (*pqfile.Shape, error) {
+	s, err := t.caches.shapes.cachedShape(end, true)
 	if err != nil {
 		return nil, err
 	}

@@ -48,22 +48,51 @@ var copyMin int64 = 1 << 20 // a variable for tests
 // copyOpens is the open of a rewritten file that schedules its copy.
 const copyOpens = 2
 
-// copies tracks the mount's copies: opens counted per file, copies being
-// built or checked, and copies whose bytes were checked (or built) here.
-var copies = newCopyState()
-
+// copyState tracks a mount's copies (Caches): opens counted per file,
+// copies being built or checked, and copies whose bytes were checked (or
+// built) here. Its maps are keyed by a 128-bit hash of the copy's key
+// (copyID), not the key (some hundred bytes), so that an entry costs
+// about copyEntryBytes whatever the paths.
 type copyState struct {
-	opens *lru.Cache[string, int] // copy key -> opens seen; bounded
+	opens *lru.Cache[hashID, int] // copy -> opens seen; bounded
 
 	mu       sync.Mutex
 	busy     map[string]bool                   // guarded by mu: copy keys being built or checked
-	verified map[string]blobcache.FileIdentity // guarded by mu: copies known good, by identity
+	verified map[hashID]blobcache.FileIdentity // guarded by mu: copies known good, by identity
 	sem      chan struct{}                     // one copy built or checked at a time
 }
 
+// copyOpensKept bounds the files whose opens are counted; maxTrusted the
+// copies remembered as checked. An entry of either costs at most
+// copyEntryBytes (its hash, its value, the map's or the LRU list's
+// overhead: 122 measured, TestCacheUnitsCoverTheHeap), so both hold
+// 16 MiB at most.
+const (
+	copyOpensKept  = 64 << 10
+	maxTrusted     = 64 << 10
+	copyEntryBytes = 128
+)
+
 func newCopyState() *copyState {
-	opens, _ := lru.New[string, int](64 << 10)
-	return &copyState{opens: opens, busy: map[string]bool{}, verified: map[string]blobcache.FileIdentity{}, sem: make(chan struct{}, 1)}
+	opens, _ := lru.New[hashID, int](copyOpensKept)
+	return &copyState{opens: opens, busy: map[string]bool{}, verified: map[hashID]blobcache.FileIdentity{}, sem: make(chan struct{}, 1)}
+}
+
+// clear forgets the opens counted and the copies checked (Caches.Close);
+// the copies being built are their Tables' to stop.
+func (s *copyState) clear() {
+	s.opens.Purge()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.verified = map[hashID]blobcache.FileIdentity{}
+}
+
+// len is the number of files whose opens are counted or whose copy is
+// checked.
+func (s *copyState) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opens.Len() + len(s.verified)
 }
 
 // isBusy reports whether the copy of the rewrite keyed key is being built
@@ -80,7 +109,7 @@ func (s *copyState) trusted(dataKey string, df *blobcache.DiskFile) bool {
 	id, ok := df.Identity()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ok && s.verified[dataKey] == id
+	return ok && s.verified[hashOf(dataKey)] == id
 }
 
 // trust records a copy known good.
@@ -90,11 +119,8 @@ func (s *copyState) trust(dataKey string, id blobcache.FileIdentity) {
 	if len(s.verified) >= maxTrusted {
 		clear(s.verified) // copies are checked again
 	}
-	s.verified[dataKey] = id
+	s.verified[hashOf(dataKey)] = id
 }
-
-// maxTrusted bounds the copies remembered as checked: about 16 MiB.
-const maxTrusted = 64 << 10
 
 // copyKeys are the cache keys of the copy of the rewrite keyed key and of
 // its sum.
@@ -124,56 +150,137 @@ func IsCopy(c Content) bool {
 	return ok
 }
 
-// copyOnDisk returns the copy of the rewrite keyed key when it is on disk
-// and good, else nil. A copy this process has not checked (one an earlier
-// mount built) is checked now, in the open, against its sum: that reads
-// the copy once, as much as checking the rewrite's patch would, and the
-// reader then reads it through passthrough, so a later mount's first read
-// of a file costs about a plain read. A copy that fails is discarded.
-func (t *Table) copyOnDisk(ctx context.Context, key string) Content {
+// copyOnDisk returns the copy of the rewrite keyed key of f when it is on
+// disk and good, else nil. A copy this process has not checked (one an
+// earlier mount built) is checked now, in the open, against its sum: that
+// reads the copy once, as much as checking the rewrite's patch would, and
+// the reader then reads it through passthrough, so a later mount's first
+// read of a file costs about a plain read. A copy that fails is
+// discarded, and refused says which and the size its sum gave, which a
+// stat may have served (Size).
+func (t *Table) copyOnDisk(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, key string) (c Content, refused *copyRefusal) {
 	if t.cache == nil {
-		return nil
+		return nil, nil
 	}
 	dataKey, _ := copyKeys(key)
 	df, ok := t.cache.Lookup(dataKey)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	if copies.trusted(dataKey, df) {
-		return &copyContent{df: df}
+	if t.copies.trusted(dataKey, df) {
+		return &copyContent{df: df}, nil
 	}
-	if copies.isBusy(key) { // being built: its sum may not be written yet
+	if t.copies.isBusy(key) { // being built: its sum may not be written yet
 		df.Close()
-		return nil
+		return nil, nil
 	}
-	size, ok := t.copySize(key)
-	if !ok {
+	size, _, err := t.readCopySum(key)
+	switch {
+	case errors.Is(err, errNoSum): // evicted before its copy
+		t.log.Debug("deltafs: materialized copy without its sum discarded", "table", t.name, "copy", df.Path())
 		df.Discard() // without its sum it can never be checked
-	} else if t.checkCopyFile(ctx, key, df, size) {
-		return &copyContent{df: df}
+	case err != nil:
+		t.damaged(snap, f, df.Path(), err.Error())
+		df.Discard()
+	case t.checkCopyFile(ctx, snap, f, key, df, size):
+		return &copyContent{df: df}, nil
+	default:
+		refused = &copyRefusal{path: df.Path(), size: size}
 	}
 	df.Close()
-	return nil
+	return nil, refused
 }
 
-// copySize returns the size of the copy of the rewrite keyed key, as its
-// sum entry records it: the rewrite's served size, known without its
-// patch (the sum is an fsynced Derived entry, trusted as written).
-func (t *Table) copySize(key string) (int64, bool) {
-	if t.cache == nil {
-		return 0, false
-	}
+// copyRefusal is a copy found damaged by an open: its file, and the size
+// its sum gives.
+type copyRefusal struct {
+	path string
+	size int64
+}
+
+// errNoSum is readCopySum's error for a copy without a sum.
+var errNoSum = errors.New("its sum is gone from the cache")
+
+// readCopySum returns the size and CRC-32C the sum entry of the copy of
+// the rewrite keyed key records: the rewrite's served size, known without
+// its patch. A sum that is there but not one copySum wrote is an error
+// naming its file.
+func (t *Table) readCopySum(key string) (size int64, crc uint32, err error) {
 	_, sumKey := copyKeys(key)
 	sf, ok := t.cache.Lookup(sumKey)
 	if !ok {
-		return 0, false
+		return 0, 0, errNoSum
 	}
 	defer sf.Close()
 	b := make([]byte, copySumLen)
-	if n, _ := sf.ReadAt(b, 0); n != copySumLen || string(b[:4]) != "dfc1" {
+	if n, _ := sf.ReadAt(b, 0); n != copySumLen || sf.Size() != copySumLen || string(b[:4]) != "dfc1" {
+		sf.Discard()
+		return 0, 0, fmt.Errorf("its sum %s is not a copy's sum (%d bytes)", sf.Path(), sf.Size())
+	}
+	return int64(binary.LittleEndian.Uint64(b[4:])), binary.LittleEndian.Uint32(b[12:]), nil
+}
+
+// sumSize returns the served size of f from the sum of its copy (keyed
+// key) when the copy on disk has that size: an earlier mount's copy,
+// whose rewrite's patch then need not be read for a stat. A sum that
+// disagrees with its copy is a damaged cache file: both are discarded,
+// saying so, and the caller computes the size from the rewrite.
+func (t *Table) sumSize(snap *delta.Snapshot, f *delta.LiveFile, key string) (int64, bool) {
+	if t.cache == nil {
 		return 0, false
 	}
-	return int64(binary.LittleEndian.Uint64(b[4:])), true
+	dataKey, sumKey := copyKeys(key)
+	df, ok := t.cache.Lookup(dataKey)
+	if !ok {
+		return 0, false // no copy: the open uses the rewrite, which sizes it
+	}
+	defer df.Close()
+	n, _, err := t.readCopySum(key)
+	if err == nil && n == df.Size() {
+		return n, true
+	}
+	if errors.Is(err, errNoSum) {
+		return 0, false // being built, or its sum evicted: the open decides
+	}
+	if err == nil {
+		err = fmt.Errorf("its sum gives %d bytes, the copy has %d", n, df.Size())
+	}
+	t.damaged(snap, f, df.Path(), err.Error())
+	df.Discard()
+	if sf, ok := t.cache.Lookup(sumKey); ok {
+		sf.Discard()
+		sf.Close()
+	}
+	return 0, false
+}
+
+// ErrDamagedCache marks a file of the local disk cache found damaged (a
+// materialized copy or its sum): the cache's fault, not the table's. The
+// file is discarded and built again; the table and its log are fine.
+var ErrDamagedCache = errors.New("damaged local cache file")
+
+// CacheFileError is a damaged file of the local disk cache, with what it
+// served. It wraps ErrDamagedCache.
+type CacheFileError struct {
+	Path    string // the cache file
+	Table   string // the table, version and data file it served
+	Version int64
+	File    string
+	Reason  string
+}
+
+func (e *CacheFileError) Error() string {
+	return fmt.Sprintf("%v %s (materialized copy of table %s, version %d, file %s): %s; discarded, built again from the table",
+		ErrDamagedCache, e.Path, e.Table, e.Version, e.File, e.Reason)
+}
+
+func (e *CacheFileError) Unwrap() error { return ErrDamagedCache }
+
+// damaged logs that the copy at path of f, or its sum, is damaged and
+// discarded: the file is served from its rewrite.
+func (t *Table) damaged(snap *delta.Snapshot, f *delta.LiveFile, path, reason string) {
+	err := &CacheFileError{Path: path, Table: t.name, Version: snap.Version(), File: f.Key, Reason: reason}
+	t.log.Warn("deltafs: "+err.Error()+"; the file is served from its rewrite", "cache", path, "table", t.name, "version", snap.Version(), "file", f.Key)
 }
 
 // countOpen counts an open of the rewrite keyed key (size bytes) served
@@ -183,8 +290,9 @@ func (t *Table) countOpen(snap *delta.Snapshot, f *delta.LiveFile, key string, s
 		return
 	}
 	dataKey, _ := copyKeys(key)
-	n, _ := copies.opens.Get(dataKey)
-	copies.opens.Add(dataKey, n+1)
+	id := hashOf(dataKey)
+	n, _ := t.copies.opens.Get(id)
+	t.copies.opens.Add(id, n+1)
 	if n+1 >= copyOpens {
 		t.startCopy(key, func(ctx context.Context) { t.buildCopy(ctx, snap, f, key, size) })
 	}
@@ -196,6 +304,7 @@ const copyTimeout = 10 * time.Minute
 // startCopy runs work on key's copy in the background unless some work
 // on it is under way, one copy at a time for the mount.
 func (t *Table) startCopy(key string, work func(ctx context.Context)) {
+	copies := t.copies
 	copies.mu.Lock()
 	if copies.busy[key] {
 		copies.mu.Unlock()
@@ -276,7 +385,7 @@ func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	defer df.Close()
 	if !built {
 		// Another process's copy, found at the build: check it instead.
-		t.checkCopyFile(ctx, key, df, size)
+		t.checkCopyFile(ctx, snap, f, key, df, size)
 		return
 	}
 	sf, err := t.cache.Derived(ctx, sumKey, func(w io.Writer) error {
@@ -290,48 +399,43 @@ func (t *Table) buildCopy(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 	}
 	sf.Close()
 	if id, ok := df.Identity(); ok {
-		copies.trust(dataKey, id)
+		t.copies.trust(dataKey, id)
 	}
 	t.log.Debug("deltafs: materialized copy built", "table", t.name, "file", f.Key, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
 }
 
-// checkCopyFile checks df, the copy of the rewrite keyed key, against its
-// sum and says whether it is good: trusted from then on, or discarded.
-func (t *Table) checkCopyFile(ctx context.Context, key string, df *blobcache.DiskFile, size int64) bool {
-	dataKey, sumKey := copyKeys(key)
+// checkCopyFile checks df, the copy of f's rewrite keyed key, against its
+// sum and says whether it is good: trusted from then on, or discarded as a
+// damaged cache file.
+func (t *Table) checkCopyFile(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFile, key string, df *blobcache.DiskFile, size int64) bool {
+	dataKey, _ := copyKeys(key)
 	err := func() error {
 		id, ok := df.Identity()
 		if !ok {
 			return fmt.Errorf("cannot stat it")
 		}
 		if df.Size() != size {
-			return fmt.Errorf("%d bytes, the rewrite has %d", df.Size(), size)
+			return fmt.Errorf("%d bytes, its sum gives %d", df.Size(), size)
 		}
-		sf, ok := t.cache.Lookup(sumKey)
-		if !ok {
-			return fmt.Errorf("its sum is gone from the cache")
-		}
-		want := make([]byte, copySumLen)
-		_, err := sf.ReadAt(want, 0)
-		sf.Close()
-		if err != nil && err != io.EOF {
-			return fmt.Errorf("read its sum: %w", err)
+		wantSize, wantCRC, err := t.readCopySum(key)
+		if err != nil {
+			return err
 		}
 		h := crc32.New(castagnoli)
 		if _, err := io.Copy(h, io.NewSectionReader(ctxReaderAt{ctx, &copyContent{df: df}}, 0, size)); err != nil {
 			return fmt.Errorf("read it: %w", err)
 		}
-		if got := copySum(size, h.Sum32()); string(got) != string(want) {
-			return fmt.Errorf("its bytes are not the ones it was built with")
+		if wantSize != size || h.Sum32() != wantCRC {
+			return fmt.Errorf("its bytes are not the ones its sum records")
 		}
-		copies.trust(dataKey, id)
+		t.copies.trust(dataKey, id)
 		return nil
 	}()
 	if err != nil {
 		if ctx.Err() != nil {
 			return false // stopped: checked again at a later open
 		}
-		t.log.Warn("deltafs: materialized copy discarded; the file is served from its rewrite", "table", t.name, "copy", df.Path(), "reason", err.Error())
+		t.damaged(snap, f, df.Path(), err.Error())
 		df.Discard()
 		return false
 	}

@@ -3,12 +3,15 @@ package serve
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,22 +67,21 @@ func openUntilCopy(t *testing.T, tbl *Table, snap *delta.Snapshot, f *delta.Live
 	}
 }
 
-func smallCopies(t *testing.T) {
+func smallCopies(t *testing.T, tbl *Table) {
 	old := copyMin
 	copyMin = 0
-	t.Cleanup(func() { resetCopies(t); copyMin = old })
-	resetCopies(t)
+	t.Cleanup(func() { resetCopies(t, tbl); copyMin = old })
 }
 
-// resetCopies forgets what this process knows of copies (as a new process
+// resetCopies forgets what tbl's mount knows of copies (as a new process
 // would), once no copy work runs.
-func resetCopies(t *testing.T) {
+func resetCopies(t *testing.T, tbl *Table) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		copies.mu.Lock()
-		n := len(copies.busy)
-		copies.mu.Unlock()
+		tbl.copies.mu.Lock()
+		n := len(tbl.copies.busy)
+		tbl.copies.mu.Unlock()
 		if n == 0 {
 			break
 		}
@@ -88,7 +90,7 @@ func resetCopies(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	copies = newCopyState()
+	tbl.copies.clear()
 }
 
 // A rewritten file opened a second time gets a materialized copy: later
@@ -96,7 +98,7 @@ func resetCopies(t *testing.T) {
 // holding exactly the composite's bytes. The first open builds nothing.
 func TestCopyAfterSecondOpen(t *testing.T) {
 	tbl, snap, f := dvFile(t)
-	smallCopies(t) // after the fixture's cleanups: its work stops before the cache goes
+	smallCopies(t, tbl) // after the fixture's cleanups: its work stops before the cache goes
 	c, err := tbl.Open(context.Background(), snap, f)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +134,7 @@ func TestCopyAfterSecondOpen(t *testing.T) {
 // discarded the same way, and an evicted copy falls back to the composite.
 func TestCopyDamagedOrEvicted(t *testing.T) {
 	tbl, snap, f := dvFile(t)
-	smallCopies(t) // after the fixture's cleanups: its work stops before the cache goes
+	smallCopies(t, tbl) // after the fixture's cleanups: its work stops before the cache goes
 	cp := openUntilCopy(t, tbl, snap, f)
 	want := readAll(t, cp)
 	path := cp.(*copyContent).df.Path()
@@ -147,7 +149,7 @@ func TestCopyDamagedOrEvicted(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	resetCopies(t)
+	resetCopies(t, tbl)
 	c, err := tbl.Open(context.Background(), snap, f)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +176,7 @@ func TestCopyDamagedOrEvicted(t *testing.T) {
 	}
 	sf.Discard()
 	sf.Close()
-	resetCopies(t)
+	resetCopies(t, tbl)
 	if c, err := tbl.Open(context.Background(), snap, f); err != nil || IsCopy(c) {
 		t.Fatalf("copy without a sum: copy=%v, %v", err == nil && IsCopy(c), err)
 	} else {
@@ -223,8 +225,8 @@ func rewriteKey(t *testing.T, tbl *Table, snap *delta.Snapshot, f *delta.LiveFil
 // runs (the mount closes the disk cache right after), whether the copy
 // was finished or cancelled.
 func TestCloseWaitsForCopies(t *testing.T) {
-	smallCopies(t)
 	tbl, snap, f := dvFile(t)
+	smallCopies(t, tbl)
 	for range 2 { // the second open starts the copy
 		c, err := tbl.Open(context.Background(), snap, f)
 		if err != nil {
@@ -233,9 +235,9 @@ func TestCloseWaitsForCopies(t *testing.T) {
 		c.Close()
 	}
 	tbl.Close()
-	copies.mu.Lock()
-	n := len(copies.busy)
-	copies.mu.Unlock()
+	tbl.copies.mu.Lock()
+	n := len(tbl.copies.busy)
+	tbl.copies.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d copies still at work after Close", n)
 	}
@@ -246,7 +248,7 @@ func TestCloseWaitsForCopies(t *testing.T) {
 // a stat reads no patch.
 func TestCopyOfAnEarlierMountServesTheFirstOpen(t *testing.T) {
 	tbl, snap, f := dvFile(t)
-	smallCopies(t)
+	smallCopies(t, tbl)
 	cp := openUntilCopy(t, tbl, snap, f)
 	want := readAll(t, cp)
 	cp.Close()
@@ -256,10 +258,8 @@ func TestCopyOfAnEarlierMountServesTheFirstOpen(t *testing.T) {
 		pf.Discard()
 		pf.Close()
 	}
-	resetCopies(t) // as a new process knows nothing of it
-	verdicts.mu.Lock()
-	clear(verdicts.m) // nor of its size
-	verdicts.mu.Unlock()
+	resetCopies(t, tbl)  // as a new process knows nothing of it
+	tbl.verdicts.clear() // nor of its size
 	n, err := tbl.Size(context.Background(), snap, f)
 	if err != nil || n != int64(len(want)) {
 		t.Fatalf("Size: %d, %v; want %d", n, err, len(want))
@@ -285,7 +285,7 @@ func TestCopyOfAnEarlierMountServesTheFirstOpen(t *testing.T) {
 // not discarded for its missing sum.
 func TestCopyBeingBuiltIsNotDiscarded(t *testing.T) {
 	tbl, snap, f := dvFile(t)
-	smallCopies(t)
+	smallCopies(t, tbl)
 	openUntilCopy(t, tbl, snap, f).Close()
 	key := rewriteKey(t, tbl, snap, f)
 	_, sumKey := copyKeys(key)
@@ -293,14 +293,14 @@ func TestCopyBeingBuiltIsNotDiscarded(t *testing.T) {
 		sf.Discard()
 		sf.Close()
 	}
-	resetCopies(t)
-	copies.mu.Lock()
-	copies.busy[key] = true // as buildCopy holds it until the sum is written
-	copies.mu.Unlock()
+	resetCopies(t, tbl)
+	tbl.copies.mu.Lock()
+	tbl.copies.busy[key] = true // as buildCopy holds it until the sum is written
+	tbl.copies.mu.Unlock()
 	c, err := tbl.Open(context.Background(), snap, f)
-	copies.mu.Lock()
-	delete(copies.busy, key)
-	copies.mu.Unlock()
+	tbl.copies.mu.Lock()
+	delete(tbl.copies.busy, key)
+	tbl.copies.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,4 +342,134 @@ func TestCopyNotKeptLevels(t *testing.T) {
 	if !slices.Equal(levels, want) {
 		t.Errorf("levels %v, want %v", levels, want)
 	}
+}
+
+// syncLog is a log buffer safe for the table's background work.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A copy whose sum was tampered with is refused as a damaged local cache
+// file, named with its path, table, version and file, never as a corrupt
+// Delta log: a sum whose size disagrees with its copy is discarded by the
+// stat that reads it (which then sizes the rewrite), and a copy and sum
+// that agree on a wrong size fail the open that checks the copy
+// (CacheFileError), after which stat and open give the rewrite's bytes.
+func TestCopySumTamperedIsADamagedCacheFile(t *testing.T) {
+	var logs syncLog
+	const fixture = "delta-kernel-rs/golden-dv-partitioned-with-checkpoint"
+	dir := t.TempDir()
+	opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	tbl, snap := openFixtureIn(t, fixture, opts, dir)
+	files, err := snap.LiveFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f *delta.LiveFile
+	for i := range files {
+		if files[i].Add.DeletionVector != nil {
+			f = &files[i]
+			break
+		}
+	}
+	smallCopies(t, tbl)
+	cp := openUntilCopy(t, tbl, snap, f)
+	want := readAll(t, cp)
+	dataPath := cp.(*copyContent).df.Path()
+	cp.Close()
+	key := rewriteKey(t, tbl, snap, f)
+	_, sumKey := copyKeys(key)
+	tamper := func(size int64) {
+		t.Helper()
+		sf, ok := tbl.cache.Lookup(sumKey)
+		if !ok {
+			t.Fatal("no sum beside the copy")
+		}
+		path := sf.Path()
+		sf.Close()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(b[4:], uint64(size))
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		resetCopies(t, tbl) // as a new process knows nothing of it
+		tbl.verdicts.clear()
+	}
+	named := func(msg string, path string) {
+		t.Helper()
+		for _, w := range []string{"damaged local cache file", path, "table t", fmt.Sprintf("version %d", snap.Version()), f.Key} {
+			if !strings.Contains(msg, w) {
+				t.Errorf("the message does not name %q:\n%s", w, msg)
+			}
+		}
+		if strings.Contains(msg, "corrupt") {
+			t.Errorf("the message blames the Delta log:\n%s", msg)
+		}
+	}
+
+	// The sum's size tampered: the stat finds it, sizes the rewrite.
+	tamper(int64(len(want)) + 7)
+	if n, err := tbl.Size(context.Background(), snap, f); err != nil || n != int64(len(want)) {
+		t.Fatalf("Size with a tampered sum: %d, %v; want %d", n, err, len(want))
+	}
+	named(logs.String(), dataPath)
+	if _, ok := tbl.cache.Lookup(sumKey); ok {
+		t.Error("the tampered sum is still in the cache")
+	}
+	c, err := tbl.Open(context.Background(), snap, f)
+	if err != nil || IsCopy(c) {
+		t.Fatalf("open after the tampered sum: copy=%v, %v", err == nil && IsCopy(c), err)
+	}
+	if got := readAll(t, c); !bytes.Equal(got, want) {
+		t.Fatal("the composite serves other bytes")
+	}
+	c.Close()
+
+	// The copy and its sum agree on a wrong size (as a new mount of the
+	// cache finds them): the open that checks the copy refuses it.
+	cp = openUntilCopy(t, tbl, snap, f)
+	dataPath = cp.(*copyContent).df.Path()
+	cp.Close()
+	tamper(int64(len(want)) - 1)
+	if err := os.Truncate(dataPath, int64(len(want))-1); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = openFixtureIn(t, fixture, opts, dir) // a new mount of the cache
+	smallCopies(t, tbl)
+	if n, err := tbl.Size(context.Background(), snap, f); err != nil || n != int64(len(want))-1 {
+		t.Fatalf("Size with a copy and sum that agree: %d, %v; want their %d", n, err, len(want)-1)
+	}
+	_, err = tbl.Open(context.Background(), snap, f)
+	var cfe *CacheFileError
+	if !errors.As(err, &cfe) || !errors.Is(err, ErrDamagedCache) || errors.Is(err, delta.ErrCorruptLog) {
+		t.Fatalf("open of a damaged copy whose size a stat gave: %v; want a CacheFileError, not ErrCorruptLog", err)
+	}
+	named(err.Error(), dataPath)
+	if n, err := tbl.Size(context.Background(), snap, f); err != nil || n != int64(len(want)) {
+		t.Fatalf("Size after the refusal: %d, %v; want the rewrite's %d", n, err, len(want))
+	}
+	c, err = tbl.Open(context.Background(), snap, f)
+	if err != nil {
+		t.Fatalf("open after the refusal: %v", err)
+	}
+	if got := readAll(t, c); !bytes.Equal(got, want) {
+		t.Fatal("the open after the refusal serves other bytes")
+	}
+	c.Close()
 }

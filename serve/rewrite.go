@@ -31,8 +31,8 @@ import (
 // laid out from the footer alone, in memory: its patch is the new footer
 // and a few bytes per made-up column chunk, cheaper to compute again than
 // to write to disk and check. Those patches are kept in memory, in a
-// byte-bounded LRU shared by the mount's tables (the keys name the
-// store); every other patch goes to the disk cache.
+// byte-bounded LRU shared by the mount's tables (Caches; the keys name
+// the store); every other patch goes to the disk cache.
 
 // openRewritten returns the rewritten bytes of f: its materialized copy
 // when there is a good one (copies.go), else the composite.
@@ -41,15 +41,39 @@ func (t *Table) openRewritten(ctx context.Context, snap *delta.Snapshot, f *delt
 	if err != nil {
 		return nil, err
 	}
-	if c := t.copyOnDisk(ctx, k.key); c != nil {
+	c, refused := t.copyOnDisk(ctx, snap, f, k.key)
+	if c != nil {
 		return c, nil
 	}
 	l, df, err := t.deriveWith(ctx, snap, f, k)
 	if err != nil {
 		return nil, err
 	}
+	if refused != nil && refused.size != l.Size() {
+		if err := t.unsay(snap, f, refused, l.Size()); err != nil {
+			df.Close()
+			return nil, err
+		}
+	}
 	t.countOpen(snap, f, k.key, l.Size())
 	return t.composite(ctx, f, l, df)
+}
+
+// unsay corrects the size of f that the sum of a damaged copy gave (r),
+// which is not its rewrite's (size). When a stat may have served it (the
+// verdict is that size), the open fails with a CacheFileError, never
+// serving other bytes than stat said, and the next stat has the right size.
+func (t *Table) unsay(snap *delta.Snapshot, f *delta.LiveFile, r *copyRefusal, size int64) error {
+	vk, err := t.verdictKey(snap, f)
+	if err != nil {
+		return err
+	}
+	if n, ok := t.verdicts.get(vk); !ok || n != r.size {
+		return nil
+	}
+	t.decide(snap, f, vk, size)
+	return &CacheFileError{Path: r.path, Table: t.name, Version: snap.Version(), File: f.Key,
+		Reason: fmt.Sprintf("its sum gave a size of %d bytes, which a stat may have reported; the rewrite has %d (stat again)", r.size, size)}
 }
 
 // openComposite returns the rewritten bytes of f as a composite.
@@ -270,17 +294,30 @@ type memPatches struct {
 // its tables: about 64,000 footers of small files.
 const memPatchBytes = 64 << 20
 
-// mountPatches is the mount's memPatches.
-var mountPatches = newMemPatches(memPatchBytes)
-
 func newMemPatches(limit int64) *memPatches {
 	m := &memPatches{limit: limit}
-	m.lru, _ = lru.NewWithEvict(1<<20, func(_ string, e memEntry) { m.bytes -= entryBytes(e) })
+	m.lru, _ = lru.NewWithEvict(1<<20, func(k string, e memEntry) { m.bytes -= entryBytes(k, e) })
 	return m
 }
 
-func entryBytes(e memEntry) int64 {
-	return int64(len(e.patch)) + 64*int64(len(e.layout.Segments())) + 128
+// entryBytes is what a patch kept costs: its bytes, 64 per segment of its
+// layout, its key and 128 bytes of structs and LRU links.
+func entryBytes(key string, e memEntry) int64 {
+	return int64(len(e.patch)) + 64*int64(len(e.layout.Segments())) + int64(len(key)) + 128
+}
+
+// clear drops every patch (Caches.Close).
+func (m *memPatches) clear() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lru.Purge()
+}
+
+// usage returns the patch bytes held and the patches kept.
+func (m *memPatches) usage() (int64, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bytes, m.lru.Len()
 }
 
 func (m *memPatches) get(key string) (memEntry, bool) {
@@ -290,7 +327,7 @@ func (m *memPatches) get(key string) (memEntry, bool) {
 }
 
 func (m *memPatches) add(key string, e memEntry) {
-	n := entryBytes(e)
+	n := entryBytes(key, e)
 	if n > m.limit/16 {
 		return // a large footer is rebuilt when needed, not kept
 	}

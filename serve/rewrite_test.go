@@ -116,7 +116,7 @@ func TestCompositeEntryWhenTheCacheIsFull(t *testing.T) {
 	if _, ok := p.(*heldPatch); !ok {
 		t.Fatalf("patch is a %T, want one held in memory", p)
 	}
-	if held := uncachedHeld.Load(); held < l.PatchSize() {
+	if held := m.caches.uncached.held.Load(); held < l.PatchSize() {
 		t.Errorf("uncached budget holds %d bytes for a %d-byte patch", held, l.PatchSize())
 	}
 	if got := readComposite(t, l, src, p); !bytes.Equal(got, want.Bytes()) {
@@ -124,14 +124,14 @@ func TestCompositeEntryWhenTheCacheIsFull(t *testing.T) {
 	}
 	p.Close()
 	p.Close()
-	if held := uncachedHeld.Load(); held != 0 {
+	if held := m.caches.uncached.held.Load(); held != 0 {
 		t.Errorf("uncached budget holds %d bytes once the patch is closed", held)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("the full cache's dir holds %d files", len(ents))
 	}
-	uncachedHeld.Store(uncachedPatchBytes) // the budget taken by other opens
-	defer uncachedHeld.Store(0)
+	m.caches.uncached.held.Store(uncachedPatchBytes) // the budget taken by other opens
+	defer m.caches.uncached.held.Store(0)
 	if _, _, err := m.entry(context.Background(), "k", int64(len(src)), entryBuild(src, del, &builds)); !errors.Is(err, blobcache.ErrDiskFull) || !strings.Contains(err.Error(), "--cache-size") {
 		t.Errorf("entry past the memory budget: %v, want ErrDiskFull naming --cache-size", err)
 	}

@@ -81,6 +81,9 @@ type Options struct {
 	// Verdicts, when set, keeps the verdicts of stored files across mounts
 	// (the mount's, shared by its tables).
 	Verdicts *VerdictJournal
+	// Caches are the mount's, shared by its tables and closed by the mount
+	// after them. Nil: the Table's own, freed by its Close.
+	Caches *Caches
 }
 
 // Table serves the data files of one table. It is safe for concurrent
@@ -93,10 +96,15 @@ type Table struct {
 	cache *blobcache.Cache // block cache of remote objects, disk cache of patches
 	log   *slog.Logger
 	opts  Options
-	mem   *memPatches // footer-only rewrites: the mount's (memPatches)
+	// caches are the mount's (Options.Caches), or the Table's own when
+	// ownCaches; mem, verdicts and copies are parts of them.
+	caches    *Caches
+	ownCaches bool
+	mem       *memPatches // footer-only rewrites
 	// verdicts remembers how stored files are served, so that a file
-	// listed in many versions has its footer read once: the mount's.
+	// listed in many versions has its footer read once.
 	verdicts  *verdictCache
+	copies    *copyState
 	storeName string        // store.String(), for the verdicts' keys
 	warmSem   chan struct{} // a token per footer reader of Warm
 
@@ -117,7 +125,13 @@ func NewTable(name string, store delta.Storage, cache *blobcache.Cache, opts Opt
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts, mem: mountPatches, verdicts: verdicts, warmSem: make(chan struct{}, warmWorkers)}
+	caches, own := opts.Caches, opts.Caches == nil
+	if own {
+		caches = NewCaches()
+	}
+	t := &Table{name: name, store: store, local: delta.LocalDir(store), cache: cache, log: log, opts: opts,
+		caches: caches, ownCaches: own, mem: caches.patches, verdicts: caches.verdicts, copies: caches.copies,
+		warmSem: make(chan struct{}, warmWorkers)}
 	if store != nil {
 		t.storeName = store.String()
 	}
@@ -132,10 +146,13 @@ func NewTable(name string, store delta.Storage, cache *blobcache.Cache, opts Opt
 // Close stops the table's background work (warm-ups, copies being built
 // or checked) and waits for it, so that nothing writes to the cache once
 // the mount closes it. Reads already served are unaffected; Close is for
-// the end of the mount.
+// the end of the mount. Caches of its own (Options.Caches nil) are freed.
 func (t *Table) Close() {
 	t.stopBg()
 	t.bgWG.Wait()
+	if t.ownCaches {
+		t.caches.Close()
+	}
 }
 
 // background runs fn on a goroutine Close waits for, with a context
@@ -184,7 +201,7 @@ func (t *Table) Size(ctx context.Context, snap *delta.Snapshot, f *delta.LiveFil
 		t.decide(snap, f, vk, n)
 		return n, nil
 	}
-	if n, ok := t.copySize(k.key); ok { // an earlier mount's copy: its patch need not be read
+	if n, ok := t.sumSize(snap, f, k.key); ok { // an earlier mount's copy: its patch need not be read
 		t.decide(snap, f, vk, n)
 		return n, nil
 	}
@@ -352,7 +369,7 @@ func (t *Table) rewritten(ctx context.Context, snap *delta.Snapshot, f *delta.Li
 		defer done()
 		src = r
 	}
-	rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs, schemaMemo)
+	rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs, t.caches.schemas.Load())
 	if err != nil {
 		return false, fmt.Errorf("data file %s: %w", f.Key, err)
 	}
@@ -387,5 +404,5 @@ func (t *Table) footerSource(ctx context.Context, f *delta.LiveFile) (io.ReaderA
 
 // shape returns the shape snap's files are served in.
 func (t *Table) shape(snap *delta.Snapshot) (*snapShape, error) {
-	return cachedShape(snap, t.opts.PartitionsInFiles)
+	return t.caches.shapes.cachedShape(snap, t.opts.PartitionsInFiles)
 }

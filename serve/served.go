@@ -30,6 +30,7 @@ type ServedSizes struct {
 	snap   *delta.Snapshot
 	rename *pqfile.Rename // nil: the table maps no columns
 	shape  *snapShape
+	memo   *pqfile.ShapeMemo // footer verdicts by encoded schema, this snapshot's
 }
 
 // NewServedSizes returns the ServedSizes of snap in a mount that serves
@@ -39,12 +40,16 @@ func NewServedSizes(snap *delta.Snapshot, partsInFiles bool) (*ServedSizes, erro
 	if err != nil {
 		return nil, err
 	}
-	shape, err := cachedShape(snap, partsInFiles)
+	shape, err := shapeOf(snap, partsInFiles)
 	if err != nil {
 		return nil, err
 	}
-	return &ServedSizes{snap: snap, rename: rename, shape: shape}, nil
+	return &ServedSizes{snap: snap, rename: rename, shape: shape, memo: pqfile.NewShapeMemo(servedMemoBytes)}, nil
 }
+
+// servedMemoBytes bounds a ServedSizes' memo of footer verdicts: one
+// snapshot has few distinct schemas.
+const servedMemoBytes = 1 << 20
 
 // Size returns the served size of f, reading src, the stored bytes: the
 // footer, and the row groups with deleted rows.
@@ -54,7 +59,7 @@ func (s *ServedSizes) Size(ctx context.Context, f *delta.LiveFile, src io.Reader
 		return 0, fmt.Errorf("served size of %s: %w", f.Key, err)
 	}
 	if !Rewritten(f.Add, s.rename != nil) && !s.shape.hasParts() {
-		rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs, schemaMemo)
+		rw, err := pqfile.ShapeNeeded(src, f.Add.Size, fs, s.memo)
 		if err != nil || !rw {
 			return f.Add.Size, err
 		}

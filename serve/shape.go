@@ -42,11 +42,6 @@ type snapShape struct {
 	whole *pqfile.Shape        // the shape of every file, when it has no constants
 }
 
-// schemaMemo is the mount's memo of footer verdicts by encoded schema
-// (pqfile.ShapeMemo): a few hundred bytes per distinct schema, so 4 MiB
-// hold thousands of schemas.
-var schemaMemo = pqfile.NewShapeMemo(4 << 20)
-
 // shapeOf returns the shape of snap's schema; withParts keeps partition
 // columns (as constants), else they are left out (the directory names
 // carry them).
@@ -327,13 +322,6 @@ func twosComplement(u *big.Int, n int) []byte {
 	return out
 }
 
-// shapes caches the shapes of recent schemas: every snapshot of a table
-// with one schema shares one, and building one walks the whole schema.
-var shapes = struct {
-	sync.Mutex
-	m map[shapeKey]*snapShape // guarded by the mutex; cleared when full
-}{m: map[shapeKey]*snapShape{}}
-
 type shapeKey struct {
 	schema, parts string
 	withParts     bool
@@ -343,34 +331,26 @@ type shapeKey struct {
 const maxShapes = 256
 
 // cachedShape returns shapeOf(snap, withParts), from the cache.
-func cachedShape(snap *delta.Snapshot, withParts bool) (*snapShape, error) {
+func (c *shapeCache) cachedShape(snap *delta.Snapshot, withParts bool) (*snapShape, error) {
 	md := snap.Metadata()
 	k := shapeKey{md.SchemaString, strings.Join(md.PartitionColumns, "\x00"), withParts}
-	shapes.Lock()
-	s := shapes.m[k]
-	shapes.Unlock()
-	if s != nil {
+	if s := c.get(k); s != nil {
 		return s, nil
 	}
 	s, err := shapeOf(snap, withParts)
 	if err != nil {
 		return nil, err
 	}
-	shapes.Lock()
-	if len(shapes.m) >= maxShapes {
-		clear(shapes.m)
-	}
-	shapes.m[k] = s
-	shapes.Unlock()
+	c.put(k, s)
 	return s, nil
 }
 
 // verdictCache holds, per stored file and shape, how the file is served:
 // as stored, or rewritten with its size when known. A file listed in many
 // versions has its footer read once, and a rewritten one its layout made
-// once for its stats (its patch may be long gone from memory). About 48
-// bytes an entry (a 128-bit hash of the file's identity and the shape, and
-// the verdict); cleared when full.
+// once for its stats (its patch may be long gone from memory). At most
+// verdictBytes an entry (a 128-bit hash of the file's identity and the
+// shape, and the verdict); cleared when full.
 type verdictCache struct {
 	mu  sync.Mutex
 	m   map[verdictID]int64 // guarded by mu: servedAsStored, sizeUnknown or the rewritten size
@@ -386,15 +366,29 @@ const (
 // verdictID is a 128-bit hash of what a verdict derives from (verdictKey).
 type verdictID struct{ a, b uint64 }
 
-// maxVerdicts bounds the verdicts of all the tables of a mount: 1 Mi
-// files, about 48 MiB.
-const maxVerdicts = 1 << 20
-
-// verdicts is the mount's verdict cache, shared by its tables (the keys
-// name the store): one budget however many tables are mounted.
-var verdicts = newVerdictCache(maxVerdicts)
+// maxVerdicts bounds the verdicts of all the tables of a mount (Caches;
+// the keys name the store): 1 Mi files, at most 64 MiB. verdictBytes is
+// what one costs at most (24 bytes of key and value, the map's control
+// bytes and its growth: 53 measured at 64 Ki, TestCacheUnitsCoverTheHeap).
+const (
+	maxVerdicts  = 1 << 20
+	verdictBytes = 64
+)
 
 func newVerdictCache(n int) *verdictCache { return &verdictCache{m: map[verdictID]int64{}, max: n} }
+
+// clear drops every verdict (Caches.Close), the map's memory too.
+func (v *verdictCache) clear() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.m = map[verdictID]int64{}
+}
+
+func (v *verdictCache) len() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.m)
+}
 
 func (v *verdictCache) get(k verdictID) (int64, bool) {
 	v.mu.Lock()
@@ -412,9 +406,6 @@ func (v *verdictCache) put(k verdictID, n int64) {
 	v.m[k] = n
 }
 
-// verdictSeeds make verdictKey's hashes; a process's keys never leave it.
-var verdictSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-
 // verdictKey identifies a stored file's bytes (its store, path, size,
 // modification time), its deletion vector and its snapshot's shape and column mapping:
 // everything its served form derives from.
@@ -425,7 +416,7 @@ func verdictKey(store string, f *delta.LiveFile, s *snapShape, mapping string) v
 // addVerdictKey is verdictKey of the stored file key of the add a.
 func addVerdictKey(store, key string, a *delta.Add, s *snapShape, mapping string) verdictID {
 	var id [2]uint64
-	for i, seed := range verdictSeeds {
+	for i, seed := range keySeeds {
 		var h maphash.Hash
 		h.SetSeed(seed)
 		h.WriteString(store)

@@ -14,12 +14,18 @@ import (
 // openFixture returns a serve.Table of a shared fixture and its latest snapshot.
 func openFixture(t *testing.T, name string, opts Options) (*Table, *delta.Snapshot) {
 	t.Helper()
+	return openFixtureIn(t, name, opts, t.TempDir())
+}
+
+// openFixtureIn is openFixture with its disk cache in dir.
+func openFixtureIn(t *testing.T, name string, opts Options, dir string) (*Table, *delta.Snapshot) {
+	t.Helper()
 	st, err := blobstore.Open(context.Background(), testenv.Fixture(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cache, err := blobcache.New(blobcache.Options{DiskDir: t.TempDir()})
+	cache, err := blobcache.New(blobcache.Options{DiskDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,22 +103,18 @@ func TestWarmDecidesAhead(t *testing.T) {
 // reads no file to do so (a table whose data files are all missing
 // prepares the same).
 func TestPrepareMakesTheShape(t *testing.T) {
-	tbl, snap := openFixture(t, "dat/basic_append", Options{})
+	caches := NewCaches() // the mount's: the Table's Close keeps them
+	tbl, snap := openFixture(t, "dat/basic_append", Options{Caches: caches})
 	md := snap.Metadata()
 	k := shapeKey{md.SchemaString, "", false}
 	if len(md.PartitionColumns) > 0 {
 		t.Fatalf("fixture has partition columns %v; the key above assumes none", md.PartitionColumns)
 	}
-	shapes.Lock()
-	delete(shapes.m, k) // another test of this process may have made it
-	shapes.Unlock()
 	tbl.root = nil
 	tbl.store = nil // any read would now fail, or panic
 	tbl.Prepare(snap)
 	tbl.Close() // waits for the background work
-	shapes.Lock()
-	s := shapes.m[k]
-	shapes.Unlock()
+	s := caches.shapes.get(k)
 	schema, err := snap.Schema()
 	if err != nil {
 		t.Fatal(err)
