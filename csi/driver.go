@@ -29,6 +29,10 @@ import (
 // PersistentVolume's spec.csi.driver name it.
 const DefaultName = "csi.deltafs.io"
 
+// DefaultPodsDir is the kubelet's pods directory, under which it asks for
+// every target path.
+const DefaultPodsDir = "/var/lib/kubelet/pods"
+
 // Mounter serves volumes: cmd/deltafs implements it with one `deltafs
 // mount` process per published target.
 type Mounter interface {
@@ -63,8 +67,11 @@ type Options struct {
 	NodeID   string
 	Version  string
 	StateDir string // one record per published target, and each volume's files
-	Mounter  Mounter
-	Logger   *slog.Logger
+	// PodsDir is the kubelet's pods directory: every target a request
+	// names must lie under it (DefaultPodsDir if "").
+	PodsDir string
+	Mounter Mounter
+	Logger  *slog.Logger
 }
 
 // Driver serves the Identity and Node services.
@@ -87,6 +94,10 @@ func New(opts Options) (*Driver, error) {
 	if opts.Name == "" {
 		opts.Name = DefaultName
 	}
+	if opts.PodsDir == "" {
+		opts.PodsDir = DefaultPodsDir
+	}
+	opts.PodsDir = filepath.Clean(opts.PodsDir)
 	if opts.NodeID == "" {
 		return nil, errors.New("csi: no node id")
 	}

@@ -6,9 +6,10 @@ package csi
 import (
 	"context"
 	"errors"
-
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -40,6 +41,9 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 	if err != nil {
 		return nil, err
 	}
+	if err := d.checkTarget(v.Target); err != nil {
+		return nil, err
+	}
 	if !d.begin(v.Target) {
 		return nil, status.Errorf(codes.Aborted, "an operation on target %s is in progress", v.Target)
 	}
@@ -54,6 +58,9 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVo
 	}
 	if err := os.MkdirAll(v.Target, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "volume %s: target: %v", v.ID, err)
+	}
+	if ents, err := os.ReadDir(v.Target); err != nil || len(ents) > 0 {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s: target %s is not an empty directory (%d entries, %v): a volume is never mounted over files", v.ID, v.Target, len(ents), err)
 	}
 	start := time.Now()
 	pid, err := d.opts.Mounter.Mount(ctx, v)
@@ -118,7 +125,7 @@ func (d *Driver) alreadyServed(v *Volume) (bool, error) {
 		return false, status.Errorf(codes.Internal, "volume %s: %v", v.ID, err)
 	}
 	if r == nil {
-		if m, err := d.opts.Mounter.Mounted(v.Target); err == nil && m {
+		if isMountPoint(v.Target) {
 			return false, status.Errorf(codes.AlreadyExists, "target %s already holds a mount this plugin did not make", v.Target)
 		}
 		return false, nil
@@ -163,6 +170,9 @@ func (d *Driver) NodeUnpublishVolume(ctx context.Context, req *csipb.NodeUnpubli
 		return nil, status.Error(codes.InvalidArgument, "target_path missing")
 	}
 	target := filepath.Clean(req.GetTargetPath())
+	if err := d.checkTarget(target); err != nil {
+		return nil, err
+	}
 	if !d.begin(target) {
 		return nil, status.Errorf(codes.Aborted, "an operation on target %s is in progress", target)
 	}
@@ -171,10 +181,18 @@ func (d *Driver) NodeUnpublishVolume(ctx context.Context, req *csipb.NodeUnpubli
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "volume %s: %v", req.GetVolumeId(), err)
 	}
-	pid := 0
-	if r != nil {
-		pid = r.PID
+	if r == nil {
+		// Nothing this plugin published: whatever is there (another
+		// file system, files) is left as it is.
+		if !isMountPoint(target) {
+			os.Remove(target) // only if it is an empty directory
+		} else {
+			d.log.Warn("csi: unpublish of a target this plugin did not publish: left mounted", "volume", req.GetVolumeId(), "target", target)
+		}
+		d.metrics.unpublished(nil)
+		return &csipb.NodeUnpublishVolumeResponse{}, nil
 	}
+	pid := r.PID
 	if err := d.opts.Mounter.Unmount(ctx, target, pid); err != nil {
 		d.metrics.unpublished(err)
 		return nil, status.Errorf(codes.Internal, "volume %s: %v", req.GetVolumeId(), err)
@@ -186,8 +204,46 @@ func (d *Driver) NodeUnpublishVolume(ctx context.Context, req *csipb.NodeUnpubli
 		return nil, status.Errorf(codes.Internal, "volume %s: remove target: %v", req.GetVolumeId(), err)
 	}
 	d.metrics.unpublished(nil)
-	if r != nil {
-		d.log.Info("csi: volume unpublished", "volume", req.GetVolumeId(), "target", target, "pid", pid)
-	}
+	d.log.Info("csi: volume unpublished", "volume", req.GetVolumeId(), "target", target, "pid", pid)
 	return &csipb.NodeUnpublishVolumeResponse{}, nil
+}
+
+// checkTarget refuses (INVALID_ARGUMENT) a target that is not an absolute
+// path under the kubelet's pods directory, or whose existing part leads
+// out of it through a symbolic link: a request never makes the plugin
+// mount or unmount anywhere else on the node.
+func (d *Driver) checkTarget(target string) error {
+	root := d.opts.PodsDir
+	if !filepath.IsAbs(target) || !strings.HasPrefix(filepath.Clean(target), root+string(filepath.Separator)) {
+		return status.Errorf(codes.InvalidArgument, "target_path %q is not an absolute path under the kubelet's pods directory %s", target, root)
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return status.Errorf(codes.FailedPrecondition, "the kubelet's pods directory %s: %v", root, err)
+	}
+	for p := filepath.Clean(target); p != root; p = filepath.Dir(p) {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue // not there yet: its parent decides
+		}
+		if real != realRoot && !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
+			return status.Errorf(codes.InvalidArgument, "target_path %q leads out of the kubelet's pods directory (to %s)", target, real)
+		}
+		break
+	}
+	return nil
+}
+
+// isMountPoint reports whether dir is a mount point (of any file system;
+// a FUSE mount whose server is gone counts): its device differs from its
+// parent's, or it cannot be stat-ed for a reason other than its absence.
+func isMountPoint(dir string) bool {
+	var st, parent syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return !errors.Is(err, syscall.ENOENT)
+	}
+	if err := syscall.Stat(filepath.Dir(dir), &parent); err != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
 }

@@ -54,7 +54,7 @@ func startCSI(t *testing.T, stateDir string, env []string, args ...string) *csiP
 	}
 	defer logf.Close()
 	p.cmd = exec.Command(deltafsBin(t), "csi", "--endpoint", "unix://"+p.sock, "--node-id", "test-node",
-		"--state-dir", stateDir, "--log-level", "debug")
+		"--state-dir", stateDir, "--log-level", "debug", "--pods-dir", os.TempDir())
 	p.cmd.Args = append(p.cmd.Args, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if env != nil {
@@ -392,6 +392,8 @@ func TestCSIBadRequests(t *testing.T) {
 	}{
 		{"no volume id", csiVolume{target: target}, codes.InvalidArgument, "volume_id"},
 		{"no target", csiVolume{id: "v"}, codes.InvalidArgument, "target_path"},
+		{"target outside the pods dir", csiVolume{id: "v", target: "/var/lib/deltafs-outside/x", attrs: map[string]string{"source": notTable}}, codes.InvalidArgument, "pods directory"},
+		{"relative target", csiVolume{id: "v", target: "pods/x", attrs: map[string]string{"source": notTable}}, codes.InvalidArgument, "target_path"},
 		{"no source", csiVolume{id: "v", target: target, attrs: map[string]string{}}, codes.InvalidArgument, "source"},
 		{"missing table", csiVolume{id: "v", target: target, attrs: map[string]string{"source": filepath.Join(notTable, "nope")}}, codes.NotFound, "nope"},
 		{"not a table", csiVolume{id: "v", target: target, attrs: map[string]string{"source": "t=" + notTable}}, codes.NotFound, "_delta_log"},
@@ -573,5 +575,60 @@ func TestCSIMetricsScrapesLeaveNothingOpen(t *testing.T) {
 	if plugin1 > plugin0+4 || volume1 > volume0+4 {
 		t.Errorf("after 1,000 scrapes: the plugin holds %d descriptors (%d before), the volume's process %d (%d before)",
 			plugin1, plugin0, volume1, volume0)
+	}
+}
+
+// The plugin mounts and unmounts only what it publishes: a target that
+// holds files is refused, and unpublishing a target it never published
+// leaves whatever file system is there mounted; a target whose path leads
+// out of the pods directory through a symbolic link is refused.
+func TestCSITargetsAreThePluginsOwn(t *testing.T) {
+	table := testenv.CopyFixture(t, fixtureAppend)
+	p := startCSI(t, t.TempDir(), nil)
+	full := filepath.Join(t.TempDir(), "full")
+	if err := os.MkdirAll(full, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(full, "keep"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v := csiVolume{id: "v", target: full, attrs: map[string]string{"source": "t=" + table}}
+	if err := p.publish(v); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("publish onto a directory holding a file: %v, want FailedPrecondition", err)
+	}
+	if isMountPoint(t, full) {
+		t.Fatal("a volume was mounted over files")
+	}
+	if _, err := os.Stat(filepath.Join(full, "keep")); err != nil {
+		t.Errorf("the file under the refused target: %v", err)
+	}
+
+	other := filepath.Join(t.TempDir(), "tmpfs")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", other, "tmpfs", 0, "size=1m"); err != nil {
+		testenv.Skip(t, "mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(other, syscall.MNT_DETACH) })
+	if err := p.unpublish(csiVolume{id: "v", target: other}); err != nil {
+		t.Errorf("unpublish of a target never published: %v", err)
+	}
+	if !isMountPoint(t, other) {
+		t.Error("unpublish of a target never published unmounted the tmpfs there")
+	}
+	if err := p.unpublish(csiVolume{id: "v", target: "relative/target"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("unpublish of a relative path: %v, want InvalidArgument", err)
+	}
+
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink("/var/lib", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.publish(csiVolume{id: "v", target: filepath.Join(link, "pod"), attrs: map[string]string{"source": "t=" + table}}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("publish through a link out of the pods dir: %v, want InvalidArgument", err)
+	}
+	if _, err := os.Stat("/var/lib/pod"); err == nil {
+		t.Error("the publish made /var/lib/pod")
 	}
 }

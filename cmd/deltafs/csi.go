@@ -37,6 +37,7 @@ func runCSI(ctx context.Context, args []string) error {
 	nodeID := flags.String("node-id", "", "this node's `ID` (the Kubernetes node name)")
 	name := flags.String("driver-name", csi.DefaultName, "the driver's `NAME`, as the CSIDriver object names it")
 	stateDir := flags.String("state-dir", "/var/lib/deltafs-csi", "`DIR` keeping a record of each published target and its caches (keep it on the node, across plugin restarts)")
+	podsDir := flags.String("pods-dir", csi.DefaultPodsDir, "the kubelet's pods `DIR`: a target path outside it is refused")
 	metricsAddr := flags.String("metrics-addr", "", "serve the plugin's and every volume's Prometheus metrics at http://`ADDR`/metrics")
 	logLevel := "info"
 	flags.Var(checkedString{&logLevel, func(s string) error { var l slog.Level; return l.UnmarshalText([]byte(s)) }},
@@ -49,7 +50,7 @@ func runCSI(ctx context.Context, args []string) error {
 		return usageError(flags, "want --node-id ID and no arguments")
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: levelOf(logLevel)}))
-	d, err := csi.New(csi.Options{Name: *name, NodeID: *nodeID, Version: buildVersion().Version, StateDir: *stateDir,
+	d, err := csi.New(csi.Options{Name: *name, NodeID: *nodeID, Version: buildVersion().Version, StateDir: *stateDir, PodsDir: *podsDir,
 		Mounter: &csiMounter{logLevel: logLevel, out: os.Stderr}, Logger: logger})
 	if err != nil {
 		return err

@@ -119,14 +119,15 @@ func isVolumeFlag(name string) bool {
 	return false
 }
 
-// Mounted reports whether target is a mount point.
+// Mounted reports whether target is a deltafs mount point (serving or
+// dead): another file system there is never deltafs's to unmount.
 func (m *csiMounter) Mounted(target string) (bool, error) {
 	abs, err := filepath.Abs(target)
 	if err != nil {
 		return false, err
 	}
 	info, err := mountOf(abs)
-	return info.found && info.point == abs, err
+	return info.found && info.point == abs && info.fstype == "fuse.deltafs", err
 }
 
 // Unmount unmounts target (detaching it if busy: the pods using it are
