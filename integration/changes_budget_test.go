@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -16,6 +14,8 @@ import (
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/delta/blobstore"
 	"github.com/deltafs/deltafs/mount"
+
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // cdfTable writes a table with the change data feed on: version 0 holds
@@ -82,37 +82,12 @@ func cdfTable(t *testing.T, versions, bulk int) string {
 	return root
 }
 
-// liveHeap is the heap's live bytes after a GC (runtime/metrics: the
-// objects' bytes, not the spans holding them).
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64())
-}
-
 // changesPlanStatus reads the mount's plans of @changes ranges from its
 // status file.
 func changesPlanStatus(t *testing.T, mnt string) (bytes int64, plans int, budget int64) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(mnt, ".deltafs-status.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		Mount struct {
-			Plans struct {
-				Budget int64 `json:"budgetBytes"`
-				Bytes  int64 `json:"bytes"`
-				Plans  int   `json:"plans"`
-			} `json:"changesPlans"`
-		} `json:"mount"`
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatalf("status file: %v\n%s", err, data)
-	}
-	return st.Mount.Plans.Bytes, st.Mount.Plans.Plans, st.Mount.Plans.Budget
+	c := readMountCaches(t, mnt).Plans
+	return c.Bytes, c.Plans, c.Budget
 }
 
 // rangeEntryBytes bounds what one entry the kernel keeps under @changes
@@ -150,7 +125,7 @@ func TestChangesRangesStayInBudget(t *testing.T) {
 	if len(want) != 40 {
 		t.Fatalf("%s: %d files, want 40", first, len(want))
 	}
-	base := liveHeap()
+	base := testenv.LiveHeap()
 	ranges, entries := 0, 0
 	for to := int64(0); to < versions && ranges < 1000; to++ {
 		for from := int64(0); from <= to && ranges < 1000; from++ {
@@ -166,7 +141,7 @@ func TestChangesRangesStayInBudget(t *testing.T) {
 			entries += 1 + len(ents)
 		}
 	}
-	grew := liveHeap() - base
+	grew := testenv.LiveHeap() - base
 	planBytes, plans, planBudget := changesPlanStatus(t, mnt)
 	snapBytes, states, snapBudget := snapshotCacheStatus(t, mnt)
 	t.Logf("%d ranges listed, %d entries held by the kernel: live heap grew %.1f MiB (%d bytes an entry); plans %d (%d bytes, budget %d), snapshot cache %d entries (%d bytes, budget %d)",

@@ -32,26 +32,42 @@ func genTable(t *testing.T, s scalegen.Spec) *scalegen.Result {
 	return res
 }
 
-// snapshotCacheStatus reads the mount's snapshot cache from its status file.
-func snapshotCacheStatus(t *testing.T, mnt string) (bytes int64, states int, budget int64) {
+// mountCaches is what the tests read of the "mount" member of a mount's
+// status file: its snapshot cache and its plans of @changes ranges.
+type mountCaches struct {
+	Snapshots struct {
+		Budget     int64 `json:"budgetBytes"`
+		StateBytes int64 `json:"stateBytes"`
+		States     int   `json:"states"`
+	} `json:"snapshotCache"`
+	Plans struct {
+		Budget int64 `json:"budgetBytes"`
+		Bytes  int64 `json:"bytes"`
+		Plans  int   `json:"plans"`
+	} `json:"changesPlans"`
+}
+
+// readMountCaches reads the mount's caches from its status file.
+func readMountCaches(t *testing.T, mnt string) mountCaches {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(mnt, ".deltafs-status.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var st struct {
-		Mount struct {
-			Snapshots struct {
-				Budget     int64 `json:"budgetBytes"`
-				StateBytes int64 `json:"stateBytes"`
-				States     int   `json:"states"`
-			} `json:"snapshotCache"`
-		} `json:"mount"`
+		Mount mountCaches `json:"mount"`
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatalf("status file: %v\n%s", err, data)
 	}
-	return st.Mount.Snapshots.StateBytes, st.Mount.Snapshots.States, st.Mount.Snapshots.Budget
+	return st.Mount
+}
+
+// snapshotCacheStatus reads the mount's snapshot cache from its status file.
+func snapshotCacheStatus(t *testing.T, mnt string) (bytes int64, states int, budget int64) {
+	t.Helper()
+	c := readMountCaches(t, mnt).Snapshots
+	return c.StateBytes, c.States, c.Budget
 }
 
 // A table of 3,000 versions: listing it and stat-ing every @vN builds no

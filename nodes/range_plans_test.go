@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/deltafs/deltafs/delta"
 	"github.com/deltafs/deltafs/serve"
+
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // Concurrent requests for one range's plan make it once; a build under
@@ -136,21 +137,12 @@ func TestRangePlansStayInBudget(t *testing.T) {
 	}
 }
 
-// liveHeap is the heap's live bytes after a GC.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64())
-}
-
 // planCost charges at least what a plan holds on the heap: 20,000 change
 // files as the feed gives them (a partition value each, a quarter with a
 // deletion vector), named as a range directory names them.
 func TestPlanCostCoversTheHeap(t *testing.T) {
 	const n = 20000
-	base := liveHeap()
+	base := testenv.LiveHeap()
 	files := make([]delta.ChangeFile, 0, n)
 	for i := range n {
 		v := fmt.Sprintf("2026-01-%02d", i%28+1)
@@ -168,7 +160,7 @@ func TestPlanCostCoversTheHeap(t *testing.T) {
 	for i, f := range files {
 		names[serve.ChangeFileName(i, f)] = i
 	}
-	held := liveHeap() - base
+	held := testenv.LiveHeap() - base
 	cost := planCost(files, names)
 	t.Logf("%d change files: %d bytes of heap (%d each), charged %d (%d each)", n, held, held/n, cost, cost/n)
 	if cost < held {

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 
 	"github.com/deltafs/deltafs/blobcache"
+
+	"github.com/deltafs/deltafs/internal/testkit/testenv"
 )
 
 // Two mounts in one process (two Caches) share nothing: what one table
@@ -75,33 +76,24 @@ func TestCachesArePerMount(t *testing.T) {
 	}
 }
 
-// liveHeap is the heap's live bytes after a GC.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return int64(s[0].Value.Uint64())
-}
-
 // The per-unit costs the docs state hold on the heap: a verdict costs at
 // most verdictBytes, an entry of the copies' bookkeeping (opens counted,
 // copies checked) at most copyEntryBytes, whatever the keys' length.
 func TestCacheUnitsCoverTheHeap(t *testing.T) {
 	const n = 1 << 16
-	base := liveHeap()
+	base := testenv.LiveHeap()
 	v := newVerdictCache(maxVerdicts)
 	for i := range uint64(n) {
 		v.put(verdictID{i, i * 7}, int64(i))
 	}
-	held := liveHeap() - base
+	held := testenv.LiveHeap() - base
 	t.Logf("%d verdicts: %d bytes of heap (%d each)", n, held, held/n)
 	if held > n*verdictBytes {
 		t.Errorf("%d verdicts hold %d bytes, over %d each", n, held, verdictBytes)
 	}
 	runtime.KeepAlive(v)
 
-	base = liveHeap()
+	base = testenv.LiveHeap()
 	c := newCopyState()
 	long := strings.Repeat("k", 300) // a copy key names the store, file, DV and shape
 	for i := range n {
@@ -109,7 +101,7 @@ func TestCacheUnitsCoverTheHeap(t *testing.T) {
 		c.opens.Add(hashOf(key), 1)
 		c.trust(key, blobcache.FileIdentity{})
 	}
-	held = liveHeap() - base
+	held = testenv.LiveHeap() - base
 	t.Logf("%d files counted and checked: %d bytes of heap (%d each entry)", n, held, held/(2*n))
 	if held > 2*n*copyEntryBytes {
 		t.Errorf("%d copy entries hold %d bytes, over %d each", 2*n, held, copyEntryBytes)

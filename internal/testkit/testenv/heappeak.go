@@ -61,3 +61,13 @@ func (p *HeapPeak) Report(b *testing.B) {
 
 // Max is the highest heap sample so far.
 func (p *HeapPeak) Max() uint64 { return p.max }
+
+// LiveHeap is the heap's live bytes after a GC (runtime/metrics: the
+// objects' bytes, not the spans holding them).
+func LiveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
