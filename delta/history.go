@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/deltafs/deltafs/delta/action"
@@ -132,13 +133,15 @@ func (c CommitSummary) AppendLine(b []byte) []byte {
 // runs, as HistoryEach reads them.
 func (t *Table) HistorySize(ctx context.Context, from, to int64) (int64, error) {
 	var total int64
+	var line []byte
 	runFrom := int64(-1)
 	flush := func(runTo int64) error {
 		if runFrom < 0 {
 			return nil
 		}
 		err := t.HistoryEach(ctx, runFrom, runTo, func(c CommitSummary) error {
-			total += int64(len(c.AppendLine(nil)))
+			line = c.AppendLine(line[:0]) // one buffer for every line: nothing kept per version
+			total += int64(len(line))
 			return nil
 		})
 		runFrom = -1
@@ -188,11 +191,15 @@ func (t *Table) noteLine(f LogFile, raw json.RawMessage) {
 // found on a line of its own (one action a line, as the protocol writes
 // them) is parsed whole.
 func readCommitInfo(ctx context.Context, s Storage, f LogFile) (*commitFile, error) {
-	data, whole, err := readHead(ctx, s, f, historyPrefix)
-	if err == nil && !whole {
-		if line, ok := commitInfoLine(data, false); ok {
+	bp := headBufs.Get().(*[]byte)
+	defer headBufs.Put(bp)
+	data, whole, err := readHead(ctx, s, f, *bp)
+	if err == nil {
+		if line, ok := commitInfoLine(data, whole); ok {
 			return parseCommitInfo(f, line)
 		}
+	}
+	if err == nil && !whole {
 		data, err = readSized(ctx, s, f.Key, f.Size)
 	}
 	if err != nil {
@@ -206,24 +213,38 @@ func readCommitInfo(ctx context.Context, s Storage, f LogFile) (*commitFile, err
 
 // historyPrefix is how much of a commit is read first for its commitInfo.
 // Writers put it first (Spark, delta-rs and deltafs do, and in-commit
-// timestamps require it), so the rest of a large commit, its file
-// actions, is read only when the commitInfo is not within it.
-const historyPrefix = 16 << 10
+// timestamps require it), and Spark's is under 1 KB, so the rest of a
+// commit, its file actions with their statistics (most of its bytes), is
+// read only when the commitInfo is not within it.
+const historyPrefix = 4 << 10
 
-// readHead reads the first n bytes of commit f, and says whether that is
-// the whole commit.
-func readHead(ctx context.Context, s Storage, f LogFile, n int64) (data []byte, whole bool, err error) {
-	if f.Size > 0 && f.Size <= n {
-		data, err = readSized(ctx, s, f.Key, f.Size)
-		return data, true, err
+// headBufs are the buffers readCommitInfo reads prefixes into: the
+// commitInfo is parsed (and copied) out of them, so a history of 100,000
+// commits reads into a few buffers instead of allocating one each.
+var headBufs = sync.Pool{New: func() any { b := make([]byte, historyPrefix); return &b }}
+
+// readHead reads the first len(buf) bytes of commit f into buf, and says
+// whether that is the whole commit.
+func readHead(ctx context.Context, s Storage, f LogFile, buf []byte) (data []byte, whole bool, err error) {
+	n := int64(len(buf))
+	if f.Size > 0 && f.Size < n {
+		n = f.Size
 	}
 	rc, err := s.ReadRange(ctx, f.Key, 0, n)
 	if err != nil {
 		return nil, false, err
 	}
 	defer rc.Close()
-	data, err = io.ReadAll(io.LimitReader(rc, n))
-	return data, err == nil && f.Size <= 0 && int64(len(data)) < n, err
+	k, err := io.ReadFull(rc, buf[:n])
+	switch {
+	case (err == io.ErrUnexpectedEOF || err == io.EOF) && f.Size > 0:
+		return nil, false, fmt.Errorf("read %s: got %d bytes, the listing says %d: %w", f.Key, k, f.Size, io.ErrUnexpectedEOF)
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		return buf[:k], true, nil // shorter than the prefix: all of it
+	case err != nil:
+		return nil, false, err
+	}
+	return buf[:k], int64(k) == f.Size, nil
 }
 
 // commitInfoLine returns the commitInfo line of data, the start of a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -244,6 +245,9 @@ func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []Version
 	n := int(to - from + 1)
 	infos, errs = make([]VersionInfo, n), make([]error, n)
 	read := LocalDir(t.store) != ""
+	if read {
+		t.fillTimesIn(ctx, from, to)
+	}
 	for i := range n {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -251,6 +255,32 @@ func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []Version
 		infos[i], errs[i] = t.version(ctx, from+int64(i), read)
 	}
 	return infos, errs, nil
+}
+
+// fillTimesIn learns, with concurrent stats, the file times of the
+// commits from..to that the whole log's listing does not know (a local log
+// is listed by name), when those times are the versions' times (no
+// in-commit timestamps): `ls -l` of a long history then costs a round of
+// concurrent stats per batch instead of one stat after another, and the
+// times are kept in the listing (8 bytes a commit, in its index) for
+// HistoryEach and the next listing. Errors are left for Version to meet.
+func (t *Table) fillTimesIn(ctx context.Context, from, to int64) {
+	t.mu.Lock()
+	full, latest := t.full, t.latest
+	t.mu.Unlock()
+	if full == nil || !full.byName || latest != nil && ictApplies(latest.Metadata(), from) {
+		return
+	}
+	var idx []int
+	for i := full.commits.search(from); i < full.commits.len() && full.commits.entries[i].version <= to; i++ {
+		if atomic.LoadInt64(&full.commits.entries[i].mtimeNs) == 0 {
+			idx = append(idx, i)
+		}
+	}
+	_ = parallel(ctx, len(idx), func(ctx context.Context, k int) error {
+		_, _ = full.fillTime(ctx, t.store, idx[k])
+		return nil
+	})
 }
 
 // commitOf finds whether v is reconstructable and its commit file (a zero
