@@ -18,6 +18,37 @@ func (s *Server) MetricsHandler() http.Handler { return s.stats.handler() }
 // SnapshotCacheUsage reports what the tables' snapshot cache holds.
 func (s *Server) SnapshotCacheUsage() delta.CacheUsage { return s.caches.Usage() }
 
+// MemoryBudgets reports the memory the mount's bounded caches count for
+// now, for the process's memory limit (cmd/deltafs sets it to a fixed
+// allowance plus this, every few seconds): the snapshot cache's states
+// and parsed commits as held now, with an eighth more for what their
+// estimate misses; the memory block cache at its bound when a table is
+// in an object store (its blocks come and go faster than the limit
+// follows) and nothing when every table is local (a local file is never
+// read through it); the validation budget at its bound on a writable
+// mount. Each term is at most what its flag allows.
+func (s *Server) MemoryBudgets() int64 {
+	u := s.caches.Usage()
+	n := (u.StateBytes + u.CommitBytes) * 9 / 8
+	for _, t := range s.tables {
+		if delta.LocalDir(t.store) == "" {
+			n += orDefault(s.cfg.MemoryCacheSize, blobcache.DefaultMemoryBytes)
+			break
+		}
+	}
+	if !s.cfg.ReadOnly {
+		n += orDefault(s.cfg.ValidationMemory, DefaultValidationMemory)
+	}
+	return n
+}
+
+func orDefault(n, def int64) int64 {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
 // mountStatus is the "mount" member of the status file.
 type mountStatus struct {
 	Mountpoint string           `json:"mountpoint,omitempty"`

@@ -154,7 +154,7 @@ func (b *bench) sparkCache(t *genTable) error {
 	for _, v := range vs {
 		strs = append(strs, strconv.FormatInt(v, 10))
 	}
-	sec.Rows = append(sec.Rows, report.Row{Figure: "versions", Config: strings.Join(strs, ",")})
+	sec.Title += " (" + strings.Join(strs, ",") + ")"
 	b.sections = append(b.sections, sec)
 	return nil
 }
