@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/deltafs/deltafs/delta/action"
@@ -191,9 +190,9 @@ func (t *Table) noteLine(f LogFile, raw json.RawMessage) {
 // found on a line of its own (one action a line, as the protocol writes
 // them) is parsed whole.
 func readCommitInfo(ctx context.Context, s Storage, f LogFile) (*commitFile, error) {
-	bp := headBufs.Get().(*[]byte)
-	defer headBufs.Put(bp)
-	data, whole, err := readHead(ctx, s, f, *bp)
+	buf := getHeadBuf()
+	defer putHeadBuf(buf)
+	data, whole, err := readHead(ctx, s, f, buf)
 	if err == nil {
 		if line, ok := commitInfoLine(data, whole); ok {
 			return parseCommitInfo(f, line)
@@ -220,8 +219,26 @@ const historyPrefix = 4 << 10
 
 // headBufs are the buffers readCommitInfo reads prefixes into: the
 // commitInfo is parsed (and copied) out of them, so a history of 100,000
-// commits reads into a few buffers instead of allocating one each.
-var headBufs = sync.Pool{New: func() any { b := make([]byte, historyPrefix); return &b }}
+// commits reads into a few buffers instead of allocating one each. A
+// free list of as many as the readers at once (64 KB kept), not a
+// sync.Pool, which a GC empties.
+var headBufs = make(chan []byte, 16)
+
+func getHeadBuf() []byte {
+	select {
+	case b := <-headBufs:
+		return b
+	default:
+		return make([]byte, historyPrefix)
+	}
+}
+
+func putHeadBuf(b []byte) {
+	select {
+	case headBufs <- b:
+	default:
+	}
+}
 
 // readHead reads the first len(buf) bytes of commit f into buf, and says
 // whether that is the whole commit.
