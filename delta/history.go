@@ -123,44 +123,6 @@ func (c CommitSummary) AppendLine(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// HistorySize returns the byte size of the _history.jsonl lines of the
-// versions in [from, to] whose commit files exist (AppendLine's lines).
-// The line of a version whose time is its in-commit timestamp depends on
-// its commitInfo alone, so its length is kept when the commit is first
-// read (a stat of the history after ls -l of the table, which reads those
-// timestamps, reads nothing again); the others' commits are read, in
-// runs, as HistoryEach reads them.
-func (t *Table) HistorySize(ctx context.Context, from, to int64) (int64, error) {
-	var total int64
-	var line []byte
-	runFrom := int64(-1)
-	flush := func(runTo int64) error {
-		if runFrom < 0 {
-			return nil
-		}
-		err := t.HistoryEach(ctx, runFrom, runTo, func(c CommitSummary) error {
-			line = c.AppendLine(line[:0]) // one buffer for every line: nothing kept per version
-			total += int64(len(line))
-			return nil
-		})
-		runFrom = -1
-		return err
-	}
-	for v := from; v <= to; v++ {
-		if n, ok := t.knownLine(v); ok {
-			if err := flush(v - 1); err != nil {
-				return 0, err
-			}
-			total += int64(n)
-			continue
-		}
-		if runFrom < 0 {
-			runFrom = v
-		}
-	}
-	return total, flush(to)
-}
-
 // knownLine returns the history line length of version v, if known.
 func (t *Table) knownLine(v int64) (int32, bool) {
 	return t.lines.get(v)
@@ -192,7 +154,7 @@ func (t *Table) noteLine(f LogFile, raw json.RawMessage) {
 func readCommitInfo(ctx context.Context, s Storage, f LogFile) (*commitFile, error) {
 	buf := getHeadBuf()
 	defer putHeadBuf(buf)
-	data, whole, err := readHead(ctx, s, f, buf)
+	data, whole, err := readHead(ctx, s, &f, buf)
 	if err == nil {
 		if line, ok := commitInfoLine(data, whole); ok {
 			return parseCommitInfo(f, line)
@@ -241,8 +203,9 @@ func putHeadBuf(b []byte) {
 }
 
 // readHead reads the first len(buf) bytes of commit f into buf, and says
-// whether that is the whole commit.
-func readHead(ctx context.Context, s Storage, f LogFile, buf []byte) (data []byte, whole bool, err error) {
+// whether that is the whole commit. When the reader knows the object's
+// size and time (InfoReader), f gets them.
+func readHead(ctx context.Context, s Storage, f *LogFile, buf []byte) (data []byte, whole bool, err error) {
 	n := int64(len(buf))
 	if f.Size > 0 && f.Size < n {
 		n = f.Size
@@ -252,11 +215,17 @@ func readHead(ctx context.Context, s Storage, f LogFile, buf []byte) (data []byt
 		return nil, false, err
 	}
 	defer rc.Close()
+	if ir, ok := rc.(InfoReader); ok { // the time and size come with the read
+		if o := ir.ObjectInfo(); !o.ModTime.IsZero() {
+			f.Size, f.ModTime = o.Size, o.ModTime
+		}
+	}
 	k, err := io.ReadFull(rc, buf[:n])
+	short := err == io.ErrUnexpectedEOF || err == io.EOF
 	switch {
-	case (err == io.ErrUnexpectedEOF || err == io.EOF) && f.Size > 0:
+	case short && f.Size > 0 && int64(k) != f.Size:
 		return nil, false, fmt.Errorf("read %s: got %d bytes, the listing says %d: %w", f.Key, k, f.Size, io.ErrUnexpectedEOF)
-	case err == io.ErrUnexpectedEOF || err == io.EOF:
+	case short:
 		return buf[:k], true, nil // shorter than the prefix: all of it
 	case err != nil:
 		return nil, false, err

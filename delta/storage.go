@@ -101,6 +101,15 @@ type RangeLister interface {
 	ListRange(ctx context.Context, dir, from, to string) ([]ObjectInfo, error)
 }
 
+// InfoReader is an optional capability of the readers a Storage's
+// ReadRange returns: the object's size and modification time, learnt when
+// it was opened (a local file's fstat). The history reads each commit's
+// first bytes and so learns its time without a stat of its own. A
+// wrapper of a Storage that wraps its readers must forward it.
+type InfoReader interface {
+	ObjectInfo() ObjectInfo
+}
+
 // LocalDirer is an optional capability of a Storage kept in a directory
 // of the local file system: LocalDir returns that directory ("" when the
 // storage is remote after all). Writers then hard-link or copy files into

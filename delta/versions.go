@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -257,30 +256,20 @@ func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []Version
 	return infos, errs, nil
 }
 
-// fillTimesIn learns, with concurrent stats, the file times of the
-// commits from..to that the whole log's listing does not know (a local log
-// is listed by name), when those times are the versions' times (no
-// in-commit timestamps): `ls -l` of a long history then costs a round of
-// concurrent stats per batch instead of one stat after another, and the
-// times are kept in the listing (8 bytes a commit, in its index) for
-// HistoryEach and the next listing. Errors are left for Version to meet.
+// fillTimesIn reads the commitInfos of the commits from..to of a local
+// log listed by name (Table.readHeads), when their times are their files'
+// (no in-commit timestamps): the read gives each commit's time, as a stat
+// would, and its history line's length, kept (4 bytes a version) so that
+// a stat of _history.jsonl after `ls -l` of the table reads nothing again.
+// A batch is read in parallel; errors are left for Version to meet.
 func (t *Table) fillTimesIn(ctx context.Context, from, to int64) {
 	t.mu.Lock()
 	full, latest := t.full, t.latest
 	t.mu.Unlock()
-	if full == nil || !full.byName || latest != nil && ictApplies(latest.Metadata(), from) {
+	if full == nil || !full.byName || latest == nil {
 		return
 	}
-	var idx []int
-	for i := full.commits.search(from); i < full.commits.len() && full.commits.entries[i].version <= to; i++ {
-		if atomic.LoadInt64(&full.commits.entries[i].mtimeNs) == 0 {
-			idx = append(idx, i)
-		}
-	}
-	_ = parallel(ctx, len(idx), func(ctx context.Context, k int) error {
-		_, _ = full.fillTime(ctx, t.store, idx[k])
-		return nil
-	})
+	_ = t.readHeads(ctx, full, latest.Metadata(), from, to, false)
 }
 
 // commitOf finds whether v is reconstructable and its commit file (a zero
