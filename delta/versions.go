@@ -264,9 +264,13 @@ func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []Version
 // A batch is read in parallel; errors are left for Version to meet.
 func (t *Table) fillTimesIn(ctx context.Context, from, to int64) {
 	t.mu.Lock()
-	full, latest := t.full, t.latest
+	latest := t.latest
 	t.mu.Unlock()
-	if full == nil || !full.byName || latest == nil {
+	if latest == nil {
+		return
+	}
+	full, err := t.fullListingTo(ctx, to) // as Version would list it
+	if err != nil || !full.byName {
 		return
 	}
 	_ = t.readHeads(ctx, full, latest.Metadata(), from, to, false)
@@ -278,14 +282,19 @@ func (t *Table) commitOf(ctx context.Context, latest *Snapshot, v int64) (LogFil
 	if v < 0 || latest != nil && v > latest.version {
 		return LogFile{}, false, nil
 	}
-	if latest != nil {
-		if f, ok := latest.segmentCommit(v); ok {
-			return f, true, nil
-		}
-	}
 	t.mu.Lock()
 	full := t.full
 	t.mu.Unlock()
+	if latest != nil {
+		if f, ok := latest.segmentCommit(v); ok {
+			if f.ModTime.IsZero() && full != nil { // a segment listed by name: the whole listing may know the time
+				if g, ok := full.commits.get(v); ok && g.Key == f.Key && !g.ModTime.IsZero() {
+					f = g
+				}
+			}
+			return f, true, nil
+		}
+	}
 	// latestVersion looks at every checkpoint: maxV, a lower bound of it,
 	// settles most calls (a listing of the history asks once per version).
 	if full == nil || v > full.maxV && v > full.latestVersion() {

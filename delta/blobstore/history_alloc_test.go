@@ -2,9 +2,11 @@ package blobstore
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/deltafs/deltafs/delta"
@@ -72,4 +74,83 @@ func TestHistorySizeReadsLessThanACommit(t *testing.T) {
 		t.Errorf("HistorySize %d, the lines are %d bytes", n, want)
 	}
 	t.Logf("%d bytes allocated a version (commits of %d bytes), history %d bytes", perVersion, fi.Size(), n)
+}
+
+// countingReads is a Store that counts its ranged reads and stats; it
+// embeds the Store, so every capability (LocalDirer, NameLister, the
+// readers' InfoReader) stays visible.
+type countingReads struct {
+	*Store
+	reads, stats *atomic.Int64
+}
+
+func (c countingReads) ReadRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	c.reads.Add(1)
+	return c.Store.ReadRange(ctx, key, off, length)
+}
+
+func (c countingReads) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) {
+	c.stats.Add(1)
+	return c.Store.Stat(ctx, key)
+}
+
+// ls -l of a local file-timed table (VersionsIn, a batch at a time) reads
+// each commit's first bytes once, which gives its time (no stat) and its
+// history line; the stat of _history.jsonl afterwards reads nothing and
+// agrees with the lines HistoryEach produces.
+func TestHistorySizeAfterListingReadsNothing(t *testing.T) {
+	const commits = 600
+	dir := filepath.Join(t.TempDir(), "t")
+	if _, err := scalegen.Generate(scalegen.Spec{Dir: dir, Commits: commits, FilesPerCommit: 10, CheckpointEvery: 10,
+		Spark: true, DeleteEvery: 100, DeleteFiles: 43}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var reads, stats atomic.Int64
+	tbl := delta.Open(countingReads{st, &reads, &stats}, delta.Options{})
+	latest, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads.Store(0)
+	stats.Store(0)
+	for from := int64(0); from <= latest.Version(); from += 256 {
+		infos, errs, err := tbl.VersionsIn(ctx, from, min(from+255, latest.Version()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, info := range infos {
+			v := from + int64(i)
+			if errs[i] != nil || !info.ModTime.Equal(scalegen.CommitTime(v)) {
+				t.Fatalf("v%d: %v %v, want time %v", v, info.ModTime, errs[i], scalegen.CommitTime(v))
+			}
+		}
+	}
+	if r, s := reads.Load(), stats.Load(); r > commits || s > 10 {
+		t.Errorf("listing %d versions: %d reads, %d stats; want a read a commit and no stat", commits, r, s)
+	}
+	reads.Store(0)
+	stats.Store(0)
+	n, err := tbl.HistorySize(ctx, 0, latest.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, s := reads.Load(), stats.Load(); r+s > 0 {
+		t.Errorf("the history's size after the listing: %d reads, %d stats, want none", r, s)
+	}
+	var want int64
+	if err := tbl.HistoryEach(ctx, 0, latest.Version(), func(c delta.CommitSummary) error {
+		want += int64(len(c.AppendLine(nil)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Errorf("HistorySize %d, the lines are %d bytes", n, want)
+	}
 }
