@@ -123,42 +123,6 @@ func (c CommitSummary) AppendLine(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// HistorySize returns the byte size of the _history.jsonl lines of the
-// versions in [from, to] whose commit files exist (AppendLine's lines).
-// The line of a version whose time is its in-commit timestamp depends on
-// its commitInfo alone, so its length is kept when the commit is first
-// read (a stat of the history after ls -l of the table, which reads those
-// timestamps, reads nothing again); the others' commits are read, in
-// runs, as HistoryEach reads them.
-func (t *Table) HistorySize(ctx context.Context, from, to int64) (int64, error) {
-	var total int64
-	runFrom := int64(-1)
-	flush := func(runTo int64) error {
-		if runFrom < 0 {
-			return nil
-		}
-		err := t.HistoryEach(ctx, runFrom, runTo, func(c CommitSummary) error {
-			total += int64(len(c.AppendLine(nil)))
-			return nil
-		})
-		runFrom = -1
-		return err
-	}
-	for v := from; v <= to; v++ {
-		if n, ok := t.knownLine(v); ok {
-			if err := flush(v - 1); err != nil {
-				return 0, err
-			}
-			total += int64(n)
-			continue
-		}
-		if runFrom < 0 {
-			runFrom = v
-		}
-	}
-	return total, flush(to)
-}
-
 // knownLine returns the history line length of version v, if known.
 func (t *Table) knownLine(v int64) (int32, bool) {
 	return t.lines.get(v)
@@ -188,11 +152,15 @@ func (t *Table) noteLine(f LogFile, raw json.RawMessage) {
 // found on a line of its own (one action a line, as the protocol writes
 // them) is parsed whole.
 func readCommitInfo(ctx context.Context, s Storage, f LogFile) (*commitFile, error) {
-	data, whole, err := readHead(ctx, s, f, historyPrefix)
-	if err == nil && !whole {
-		if line, ok := commitInfoLine(data, false); ok {
+	buf := getHeadBuf()
+	defer putHeadBuf(buf)
+	data, whole, err := readHead(ctx, s, &f, buf)
+	if err == nil {
+		if line, ok := commitInfoLine(data, whole); ok {
 			return parseCommitInfo(f, line)
 		}
+	}
+	if err == nil && !whole {
 		data, err = readSized(ctx, s, f.Key, f.Size)
 	}
 	if err != nil {
@@ -206,24 +174,63 @@ func readCommitInfo(ctx context.Context, s Storage, f LogFile) (*commitFile, err
 
 // historyPrefix is how much of a commit is read first for its commitInfo.
 // Writers put it first (Spark, delta-rs and deltafs do, and in-commit
-// timestamps require it), so the rest of a large commit, its file
-// actions, is read only when the commitInfo is not within it.
-const historyPrefix = 16 << 10
+// timestamps require it), and Spark's is under 1 KB, so the rest of a
+// commit, its file actions with their statistics (most of its bytes), is
+// read only when the commitInfo is not within it.
+const historyPrefix = 4 << 10
 
-// readHead reads the first n bytes of commit f, and says whether that is
-// the whole commit.
-func readHead(ctx context.Context, s Storage, f LogFile, n int64) (data []byte, whole bool, err error) {
-	if f.Size > 0 && f.Size <= n {
-		data, err = readSized(ctx, s, f.Key, f.Size)
-		return data, true, err
+// headBufs are the buffers readCommitInfo reads prefixes into: the
+// commitInfo is parsed (and copied) out of them, so a history of 100,000
+// commits reads into a few buffers instead of allocating one each. A
+// free list of as many as the readers at once (64 KB kept), not a
+// sync.Pool, which a GC empties.
+var headBufs = make(chan []byte, 16)
+
+func getHeadBuf() []byte {
+	select {
+	case b := <-headBufs:
+		return b
+	default:
+		return make([]byte, historyPrefix)
+	}
+}
+
+func putHeadBuf(b []byte) {
+	select {
+	case headBufs <- b:
+	default:
+	}
+}
+
+// readHead reads the first len(buf) bytes of commit f into buf, and says
+// whether that is the whole commit. When the reader knows the object's
+// size and time (InfoReader), f gets them.
+func readHead(ctx context.Context, s Storage, f *LogFile, buf []byte) (data []byte, whole bool, err error) {
+	n := int64(len(buf))
+	if f.Size > 0 && f.Size < n {
+		n = f.Size
 	}
 	rc, err := s.ReadRange(ctx, f.Key, 0, n)
 	if err != nil {
 		return nil, false, err
 	}
 	defer rc.Close()
-	data, err = io.ReadAll(io.LimitReader(rc, n))
-	return data, err == nil && f.Size <= 0 && int64(len(data)) < n, err
+	if ir, ok := rc.(InfoReader); ok { // the time and size come with the read
+		if o := ir.ObjectInfo(); !o.ModTime.IsZero() {
+			f.Size, f.ModTime = o.Size, o.ModTime
+		}
+	}
+	k, err := io.ReadFull(rc, buf[:n])
+	short := err == io.ErrUnexpectedEOF || err == io.EOF
+	switch {
+	case short && f.Size > 0 && int64(k) != f.Size:
+		return nil, false, fmt.Errorf("read %s: got %d bytes, the listing says %d: %w", f.Key, k, f.Size, io.ErrUnexpectedEOF)
+	case short:
+		return buf[:k], true, nil // shorter than the prefix: all of it
+	case err != nil:
+		return nil, false, err
+	}
+	return buf[:k], int64(k) == f.Size, nil
 }
 
 // commitInfoLine returns the commitInfo line of data, the start of a

@@ -25,6 +25,7 @@ type Table struct {
 	bad     badCheckpoints                     // checkpoints that failed to read, for a while
 	icts    versionMemo[int64]                 // in-commit timestamps read, by version
 	lines   versionMemo[int32]                 // history line lengths known from them (HistorySize)
+	untimed versionMemo[int32]                 // history line lengths without their time, for file-timed versions (historysize.go)
 
 	mu     sync.Mutex
 	latest *Snapshot   // guarded by mu: newest snapshot built

@@ -244,6 +244,9 @@ func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []Version
 	n := int(to - from + 1)
 	infos, errs = make([]VersionInfo, n), make([]error, n)
 	read := LocalDir(t.store) != ""
+	if read {
+		t.fillTimesIn(ctx, from, to)
+	}
 	for i := range n {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -253,20 +256,45 @@ func (t *Table) VersionsIn(ctx context.Context, from, to int64) (infos []Version
 	return infos, errs, nil
 }
 
+// fillTimesIn reads the commitInfos of the commits from..to of a local
+// log listed by name (Table.readHeads), when their times are their files'
+// (no in-commit timestamps): the read gives each commit's time, as a stat
+// would, and its history line's length, kept (4 bytes a version) so that
+// a stat of _history.jsonl after `ls -l` of the table reads nothing again.
+// A batch is read in parallel; errors are left for Version to meet.
+func (t *Table) fillTimesIn(ctx context.Context, from, to int64) {
+	t.mu.Lock()
+	latest := t.latest
+	t.mu.Unlock()
+	if latest == nil {
+		return
+	}
+	full, err := t.fullListingTo(ctx, to) // as Version would list it
+	if err != nil || !full.byName {
+		return
+	}
+	_ = t.readHeads(ctx, full, latest.Metadata(), from, to, false)
+}
+
 // commitOf finds whether v is reconstructable and its commit file (a zero
 // LogFile when only a checkpoint is left of it).
 func (t *Table) commitOf(ctx context.Context, latest *Snapshot, v int64) (LogFile, bool, error) {
 	if v < 0 || latest != nil && v > latest.version {
 		return LogFile{}, false, nil
 	}
-	if latest != nil {
-		if f, ok := latest.segmentCommit(v); ok {
-			return f, true, nil
-		}
-	}
 	t.mu.Lock()
 	full := t.full
 	t.mu.Unlock()
+	if latest != nil {
+		if f, ok := latest.segmentCommit(v); ok {
+			if f.ModTime.IsZero() && full != nil { // a segment listed by name: the whole listing may know the time
+				if g, ok := full.commits.get(v); ok && g.Key == f.Key && !g.ModTime.IsZero() {
+					f = g
+				}
+			}
+			return f, true, nil
+		}
+	}
 	// latestVersion looks at every checkpoint: maxV, a lower bound of it,
 	// settles most calls (a listing of the history asks once per version).
 	if full == nil || v > full.maxV && v > full.latestVersion() {

@@ -60,7 +60,7 @@ const (
 	// because `deltafs mount` has no flag to set it.
 	loadMemoryBudget = 256 << 20
 	// loadOverhead is the resident memory allowed beyond loadMemoryBudget.
-	// The mount sets a soft Go memory limit of the budget + 192 MiB
+	// The mount sets a soft Go memory limit of the budgets + 160 MiB
 	// (cmd/deltafs/memlimit.go); under the soak load its RSS peaked 234 MiB
 	// over the budget (about 100 MiB of it live heap beyond the cache: FUSE
 	// buffers, fetches in flight, inodes). 320 MiB leaves ~85 MiB of margin

@@ -29,6 +29,39 @@ func (s *Server) ServedCacheUsage() serve.CacheUsage { return s.served.Usage() }
 // alone, none once it is unmounted.
 func (s *Server) PlanUsage() nodes.PlanUsage { return s.env.PlanUsage() }
 
+// MemoryBudgets reports the memory the mount's bounded caches count for
+// now, for the process's memory limit (cmd/deltafs sets it to a fixed
+// allowance plus this, every few seconds): the snapshot cache's states
+// and parsed commits as held now, with an eighth more for what their
+// estimate misses; the memory block cache at its bound when a table is
+// in an object store (its blocks come and go faster than the limit
+// follows) and nothing when every table is local (a local file is never
+// read through it); the validation budget at its bound on a writable
+// mount; the plans of @changes ranges and the footer patches kept, as held
+// now. Each term is at most what its flag or budget allows.
+func (s *Server) MemoryBudgets() int64 {
+	u := s.caches.Usage()
+	n := (u.StateBytes + u.CommitBytes) * 9 / 8
+	for _, t := range s.tables {
+		if delta.LocalDir(t.store) == "" {
+			n += orDefault(s.cfg.MemoryCacheSize, blobcache.DefaultMemoryBytes)
+			break
+		}
+	}
+	if !s.cfg.ReadOnly {
+		n += orDefault(s.cfg.ValidationMemory, DefaultValidationMemory)
+	}
+	n += s.env.PlanUsage().Bytes + s.served.Usage().PatchBytes
+	return n
+}
+
+func orDefault(n, def int64) int64 {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
 // mountStatus is the "mount" member of the status file.
 type mountStatus struct {
 	Mountpoint string           `json:"mountpoint,omitempty"`

@@ -42,6 +42,20 @@ type versionStream struct {
 	total  uint64          // number of entries
 	pos    uint64          // index of the next entry
 	batch  versionBatch    // attributes of the versions being listed
+	ahead  readAhead       // the next batch, read while the kernel takes this one
+}
+
+// readAhead is the batch of versions after the one being listed, read in
+// the background (Table.VersionsIn, its answers dropped: what it learns,
+// commit times and history line lengths, the table keeps) while the kernel
+// takes the current batch's entries, so that ls -l of a long history
+// waits for the first batch's reads only. It runs on a context the stream
+// owns, cancelled and waited for in Releasedir.
+type readAhead struct {
+	from   int64
+	done   chan struct{} // closed when the read of from.. ends; nil: none running
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // versionBatch is what Table.VersionsIn said of the versions from..from+len-1.
@@ -60,6 +74,7 @@ var (
 	_ = (fs.FileReaddirenter)((*versionStream)(nil))
 	_ = (fs.FileSeekdirer)((*versionStream)(nil))
 	_ = (fs.FileLookuper)((*versionStream)(nil))
+	_ = (fs.FileReleasedirer)((*versionStream)(nil))
 )
 
 func (s *versionStream) load(ctx context.Context) syscall.Errno {
@@ -154,11 +169,15 @@ func (s *versionStream) versionInfo(ctx context.Context, v int64) (delta.Version
 		if !ok {
 			return delta.VersionInfo{}, false
 		}
+		s.waitAhead(ctx, v)
 		infos, errs, err := s.dir.table.VersionsIn(ctx, v, min(to, v+plusBatch-1))
 		if err != nil {
 			return delta.VersionInfo{}, false
 		}
 		*b = versionBatch{from: v, infos: infos, errs: errs}
+		if v != s.ranges[0][0] { // attributes wanted past the first batch: ls -l
+			s.startAhead(v+plusBatch, to)
+		}
 	}
 	i := v - b.from
 	return b.infos[i], b.errs[i] == nil
@@ -172,4 +191,53 @@ func (s *versionStream) rangeEnd(v int64) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// startAhead reads the batch from..min(to, from+plusBatch-1) in the
+// background, unless a read ahead is still running.
+func (s *versionStream) startAhead(from, to int64) {
+	a := &s.ahead
+	if from > to || a.done != nil {
+		return
+	}
+	if a.ctx == nil {
+		a.ctx, a.cancel = context.WithCancel(context.Background())
+	}
+	done := make(chan struct{})
+	a.from, a.done = from, done
+	go func(ctx context.Context) {
+		defer close(done)
+		_, _, _ = s.dir.table.VersionsIn(ctx, from, min(to, from+plusBatch-1))
+	}(a.ctx)
+}
+
+// waitAhead waits for the read ahead when it covers v, so that the
+// batch's own read finds what it learnt instead of reading it again.
+func (s *versionStream) waitAhead(ctx context.Context, v int64) {
+	a := &s.ahead
+	if a.done == nil {
+		return
+	}
+	if v >= a.from && v < a.from+plusBatch {
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return
+		}
+	}
+	select {
+	case <-a.done:
+		a.done = nil
+	default:
+	}
+}
+
+// Releasedir stops a read ahead still running and waits for it.
+func (s *versionStream) Releasedir(ctx context.Context, releaseFlags uint32) {
+	if a := &s.ahead; a.cancel != nil {
+		a.cancel()
+		if a.done != nil {
+			<-a.done
+		}
+	}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,5 +123,80 @@ func TestListingReadsNoCommit(t *testing.T) {
 	}
 	if n := statVersions(t, dir, entries); n != 700 {
 		t.Fatalf("listed %d versions, want 700", n)
+	}
+}
+
+// countedLocal is a local table's Store, every capability kept (the
+// listing by name, the readers' times), counting its reads and stats.
+type countedLocal struct {
+	*blobstore.Store
+	reads, stats atomic.Int32
+}
+
+func (s *countedLocal) ReadRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	s.reads.Add(1)
+	return s.Store.ReadRange(ctx, key, off, n)
+}
+
+func (s *countedLocal) Stat(ctx context.Context, key string) (delta.ObjectInfo, error) {
+	s.stats.Add(1)
+	return s.Store.Stat(ctx, key)
+}
+
+// ls -l of a local table without in-commit timestamps reads each commit's
+// first bytes once, a batch of versions at a time with the next batch read
+// ahead while the kernel takes the current one: the times are right, no
+// commit is read twice by a batch and its read ahead, none is stat-ed, and
+// the size of _history.jsonl afterwards reads nothing.
+func TestLsLReadsEachCommitOnce(t *testing.T) {
+	testenv.RequireFUSE(t)
+	const commits = 1000 // four batches of plusBatch
+	root := filepath.Join(t.TempDir(), "t")
+	if _, err := scalegen.Generate(scalegen.Spec{Dir: root, Commits: commits, FilesPerCommit: 1, CheckpointEvery: 300}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := blobstore.Open(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cs := &countedLocal{Store: st}
+	d := NewTableDir(NewEnv(Options{LongTimeout: time.Hour}), "t", delta.Open(cs, delta.Options{}), nil)
+	if _, err := d.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(mountDirs(t, d), "t")
+	reads, stats := cs.reads.Load(), cs.stats.Load()
+	out, err := exec.Command("ls", "-l", "--time-style=+%s", dir).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		var v int64
+		if len(f) < 7 || !strings.HasPrefix(f[6], "@v") {
+			continue
+		}
+		if _, err := fmt.Sscanf(f[6], "@v%d", &v); err != nil {
+			continue
+		}
+		if ts, _ := strconv.ParseInt(f[5], 10, 64); ts != scalegen.CommitTime(v).Unix() {
+			t.Fatalf("%s: time %s, want %d", f[6], f[5], scalegen.CommitTime(v).Unix())
+		}
+		listed++
+	}
+	if listed != commits {
+		t.Fatalf("ls -l listed %d versions, want %d", listed, commits)
+	}
+	if r, s := cs.reads.Load()-reads, cs.stats.Load()-stats; r > commits || s > 0 {
+		t.Errorf("ls -l of %d versions: %d reads, %d stats; want at most a read a commit, no stat", commits, r, s)
+	}
+	reads = cs.reads.Load()
+	if _, err := os.Stat(filepath.Join(dir, HistoryName)); err != nil {
+		t.Fatal(err)
+	}
+	if r := cs.reads.Load() - reads; r != 0 {
+		t.Errorf("the stat of %s after ls -l read %d commits, want 0", HistoryName, r)
 	}
 }

@@ -21,14 +21,15 @@ import (
 // 1,000,000-file snapshot, 10,000 commits with only the last checkpoint.
 // "small" (the default of `make bench`) is a tenth, for a quick look.
 type sizes struct {
-	historyCommits int // table "history": 1 add a commit, 10,000 live files, checkpoint every 100
-	lastCPCommits  int // table "lastcp": 10 adds a commit, only the last checkpoint
-	millionCommits int // table "million": 1,000 adds a commit over 1,000 partitions, checkpoint every 100
+	historyCommits int   // table "history": 1 add a commit, 10,000 live files, checkpoint every 100
+	lastCPCommits  int   // table "lastcp": 10 adds a commit, only the last checkpoint
+	millionCommits int   // table "million": 1,000 adds a commit over 1,000 partitions, checkpoint every 100
+	sparkCommits   []int // tables "spark-N": Spark's commits (sparkSpec)
 }
 
 var sizeSets = map[string]sizes{
-	"full":  {historyCommits: 100_000, lastCPCommits: 10_000, millionCommits: 1_000},
-	"small": {historyCommits: 10_000, lastCPCommits: 2_000, millionCommits: 100},
+	"full":  {historyCommits: 100_000, lastCPCommits: 10_000, millionCommits: 1_000, sparkCommits: []int{10_000, 100_000}},
+	"small": {historyCommits: 10_000, lastCPCommits: 2_000, millionCommits: 100, sparkCommits: []int{1_000, 10_000}},
 }
 
 type bench struct {
@@ -73,6 +74,16 @@ func runBench(args []string) error {
 			return err
 		}
 	}
+	var spark []*genTable
+	if uses(only, "spark", "spark-cache") {
+		for _, n := range sz.sparkCommits {
+			t, err := b.table(fmt.Sprintf("spark%d", n), sparkSpec(n))
+			if err != nil {
+				return err
+			}
+			spark = append(spark, t)
+		}
+	}
 	steps := []struct {
 		name string
 		run  func() error
@@ -86,6 +97,8 @@ func runBench(args []string) error {
 		{"cli", func() error { return b.cliLs(lastcp) }},
 		{"find", func() error { return b.find(million) }},
 		{"many", func() error { return b.manyVersions(million, 20) }},
+		{"spark", func() error { return b.each(spark, b.sparkVersions) }},
+		{"spark-cache", func() error { return b.sparkCache(spark[0]) }},
 	}
 	for _, s := range steps {
 		if !uses(only, s.name) {
@@ -97,6 +110,16 @@ func runBench(args []string) error {
 	}
 	report.Print(os.Stdout, b.sections)
 	fmt.Printf("load at the end: %s\n", report.LoadAvg())
+	return nil
+}
+
+// each runs fig on every table of ts.
+func (b *bench) each(ts []*genTable, fig func(*genTable) error) error {
+	for _, t := range ts {
+		if err := fig(t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -128,6 +151,9 @@ type genTable struct {
 // table generates the named table once (kept across runs, keyed by spec).
 func (b *bench) table(name string, s scalegen.Spec) (*genTable, error) {
 	key := fmt.Sprintf("%s-%d-%d-%d-%v-%d-%d-%v", name, s.Commits, s.FilesPerCommit, s.CheckpointEvery, s.KeepCheckpoints, s.MaxLive, s.Partitions, s.ICT)
+	if s.Spark {
+		key += fmt.Sprintf("-spark-%d-%d", s.DeleteEvery, s.DeleteFiles)
+	}
 	s.Dir = filepath.Join(b.work, key)
 	done := filepath.Join(b.work, key+".done")
 	if _, err := os.Stat(done); err != nil {
@@ -160,13 +186,18 @@ type mounted struct {
 
 // mount starts `deltafs mount t=DIR MNT` and waits until t/ is served.
 func (b *bench) mount(dir string, extra ...string) (*mounted, error) {
+	return b.mountWith(b.deltafs, dir, extra...)
+}
+
+// mountWith is mount with the deltafs binary bin.
+func (b *bench) mountWith(bin, dir string, extra ...string) (*mounted, error) {
 	mnt, err := os.MkdirTemp(b.work, "mnt-")
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"mount", "--read-only"}, extra...)
 	args = append(args, "t="+dir, mnt)
-	cmd := exec.Command(b.deltafs, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

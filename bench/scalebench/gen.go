@@ -21,6 +21,9 @@ func runGen(args []string) error {
 	fs.IntVar(&s.MaxLive, "max-live", 0, "remove the oldest files beyond this many (0: never)")
 	fs.IntVar(&s.Partitions, "partitions", 0, "partition values of column date (0: unpartitioned)")
 	fs.BoolVar(&s.ICT, "ict", false, "in-commit timestamps")
+	fs.BoolVar(&s.Spark, "spark", false, "commits as Spark writes them: full statistics of 16 columns, Spark's commitInfo")
+	fs.IntVar(&s.DeleteEvery, "delete-every", 0, "with -spark: a DELETE every K versions (0: never)")
+	fs.IntVar(&s.DeleteFiles, "delete-files", 0, "files each DELETE removes")
 	fs.Parse(args)
 	if s.Dir == "" {
 		return fmt.Errorf("gen: -dir is required")

@@ -14,12 +14,13 @@ func TestLimitMemory(t *testing.T) {
 	cases := []struct {
 		name       string
 		gomemlimit string // "" = unset
-		cacheBytes int64
+		budgets    int64
 		want       int64 // the runtime's limit afterwards
+		base       int64
 	}{
-		{"default budget", "", 0, 256<<20 + memoryHeadroom},
-		{"set budget", "", 1 << 30, 1<<30 + memoryHeadroom},
-		{"GOMEMLIMIT wins", "100MiB", 1 << 30, math.MaxInt64},
+		{"defaults", "", startBudgets(0, 0, 0), 256<<20 + 256<<20 + 576<<20 + memoryHeadroom, memoryHeadroom},
+		{"snapshot cache 96M", "", startBudgets(1<<30, 1<<20, 96<<20), 1<<30 + 1<<20 + 108<<20 + memoryHeadroom, memoryHeadroom},
+		{"GOMEMLIMIT wins", "100MiB", 1 << 30, math.MaxInt64, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -27,7 +28,9 @@ func TestLimitMemory(t *testing.T) {
 			if c.gomemlimit != "" {
 				t.Setenv("GOMEMLIMIT", c.gomemlimit)
 			}
-			limitMemory(c.cacheBytes)
+			if base := limitMemory(c.budgets); base != c.base {
+				t.Errorf("base %d, want %d", base, c.base)
+			}
 			if got := debug.SetMemoryLimit(-1); got != c.want {
 				t.Errorf("memory limit %d, want %d", got, c.want)
 			}
@@ -35,16 +38,16 @@ func TestLimitMemory(t *testing.T) {
 	}
 }
 
-// The soft limit follows the snapshot cache: base plus 9/8 of what it
-// holds, up and down.
-func TestFollowSnapshotMemory(t *testing.T) {
+// The soft limit follows the budgets: base plus what they count for, up
+// and down.
+func TestFollowMemory(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	followInterval = 5 * time.Millisecond
 	t.Cleanup(func() { followInterval = 2 * time.Second })
 	var used atomic.Int64
 	used.Store(80 << 20)
-	stop := followSnapshotMemory(100<<20, used.Load)
+	stop := followMemory(100<<20, used.Load)
 	defer stop()
 	waitLimit := func(want int64) {
 		t.Helper()
@@ -56,7 +59,7 @@ func TestFollowSnapshotMemory(t *testing.T) {
 		}
 		t.Fatalf("memory limit %d, want %d", debug.SetMemoryLimit(-1), want)
 	}
-	waitLimit(100<<20 + 90<<20)
+	waitLimit(100<<20 + 80<<20)
 	used.Store(0)
 	waitLimit(100 << 20)
 }

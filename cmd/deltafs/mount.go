@@ -109,7 +109,7 @@ func (f *mountFlags) define(flags *flag.FlagSet) {
 	flags.StringVar(&f.cacheDir, "cache-dir", "", "disk cache `DIR` (default /var/cache/deltafs as root, else ~/.cache/deltafs)")
 	f.memoryCacheSize = "256M"
 	flags.Var(checkedString{&f.memoryCacheSize, func(s string) error { _, err := parseSize(s); return err }},
-		"memory-cache-size", "memory block cache bound for object-store reads (`SIZE`); the process's memory stays within about this plus 250 MiB")
+		"memory-cache-size", "memory block cache bound for object-store reads (`SIZE`); the process's memory limit is the budgets plus 160 MiB (docs/operations.md)")
 	f.snapshotCache = "512M"
 	flags.Var(checkedString{&f.snapshotCache, func(s string) error { _, err := parseSize(s); return err }},
 		"snapshot-cache", "memory bound for the snapshots and table states kept, all tables together (`SIZE`, estimated; parsed commits get an eighth more)")
@@ -212,7 +212,7 @@ func (f *mountFlags) config(sources []mount.Source, mountpoint string) (mount.Co
 // systemd) and unmounts when ctx ends (a signal); it returns once the
 // mount is gone.
 func serveMount(ctx context.Context, cfg mount.Config, f *mountFlags) (err error) {
-	base := limitMemory(cfg.MemoryCacheSize + cfg.ValidationMemory)
+	base := limitMemory(startBudgets(cfg.MemoryCacheSize, cfg.ValidationMemory, cfg.SnapshotCacheSize))
 	defer func() { notifyReady(err) }() // a failure before the mount reaches the parent
 	out, closeLog, err := openLog(f.logFile)
 	if err != nil {
@@ -241,7 +241,7 @@ func serveMount(ctx context.Context, cfg mount.Config, f *mountFlags) (err error
 	stopMetrics := serveMetrics(metrics, srv, cfg.Logger)
 	defer stopMetrics()
 	if base > 0 {
-		stopFollow := followSnapshotMemory(base, func() int64 { u := srv.SnapshotCacheUsage(); return u.StateBytes + u.CommitBytes })
+		stopFollow := followMemory(base, srv.MemoryBudgets)
 		defer stopFollow()
 	}
 	fmt.Fprintln(out, mountedLine(cfg.Mountpoint, len(srv.Tables()), srv.Refused()))

@@ -81,13 +81,19 @@ func (s *Store) readLocal(key string, off, length int64) (io.ReadCloser, error) 
 	if length >= 0 && length < n {
 		n = length
 	}
-	return &localReader{f: f, r: io.NewSectionReader(f, off, n)}, nil
+	return &localReader{f: f, r: io.NewSectionReader(f, off, n), info: delta.ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}}, nil
 }
 
 type localReader struct {
-	f *os.File
-	r *io.SectionReader
+	f    *os.File
+	r    *io.SectionReader
+	info delta.ObjectInfo // from the open's fstat
 }
+
+var _ delta.InfoReader = (*localReader)(nil)
+
+// ObjectInfo returns the file's size and time when it was opened.
+func (r *localReader) ObjectInfo() delta.ObjectInfo { return r.info }
 
 func (r *localReader) Read(p []byte) (int, error) { return r.r.Read(p) }
 func (r *localReader) Close() error               { return r.f.Close() }

@@ -28,7 +28,13 @@ type Spec struct {
 	MaxLive         int    // 0: unlimited; else commits also remove the oldest files beyond it
 	Partitions      int    // distinct values of the partition column "date"; 0: unpartitioned
 	ICT             bool   // in-commit timestamps enabled from version 0
-	Seed            uint64
+	// Spark writes the commits as Spark does (spark.go): full statistics
+	// of sparkColumns columns per add, Spark's commitInfo, and a DELETE
+	// removing DeleteFiles random live files every DeleteEvery versions.
+	Spark       bool
+	DeleteEvery int // with Spark: 0 for never
+	DeleteFiles int // with Spark: files each DELETE removes
+	Seed        uint64
 }
 
 // Start is the commit time of version 0; version v is committed v seconds later.
@@ -69,17 +75,23 @@ func Generate(s Spec) (*Result, error) {
 			adds[i] = newFile(rng, s, v, i)
 		}
 		var removed []file
+		if s.Spark && s.DeleteEvery > 0 && v > 0 && v%int64(s.DeleteEvery) == 0 {
+			live, removed = removeRandom(rng, live, s.DeleteFiles)
+		}
 		live = append(live, adds...)
 		if s.MaxLive > 0 && len(live) > s.MaxLive {
 			n := len(live) - s.MaxLive
 			removed = append(removed, live[:n]...)
-			live = append([]file(nil), live[n:]...)
+			live = live[n:] // append copies the rest when it next grows
 		}
 		if err := writeCommit(logDir, s, v, adds, removed); err != nil {
 			return nil, err
 		}
 		last := v == int64(s.Commits-1)
 		every := s.CheckpointEvery > 0 && v > 0 && v%int64(s.CheckpointEvery) == 0
+		if every && !s.KeepCheckpoints && v+int64(s.CheckpointEvery) < int64(s.Commits) {
+			every = false // removed by the next one: the table is the same without writing it
+		}
 		if every || (last && s.CheckpointEvery == 0) {
 			if err := writeCheckpoint(logDir, s, v, live); err != nil {
 				return nil, err
@@ -117,9 +129,19 @@ func newFile(rng *rand.Rand, s Spec, v int64, i int) file {
 	return f
 }
 
+func tableSchema(s Spec) string {
+	if s.Spark {
+		return sparkSchema()
+	}
+	return schema
+}
+
 const schema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"name","type":"string","nullable":true,"metadata":{}},{"name":"date","type":"string","nullable":true,"metadata":{}}]}`
 
-func (f file) stats() string {
+func (f file) stats(s Spec) string {
+	if s.Spark {
+		return f.sparkStats()
+	}
 	return fmt.Sprintf(`{"numRecords":%d,"minValues":{"id":%d,"name":"a%07d"},"maxValues":{"id":%d,"name":"z%07d"},"nullCount":{"id":0,"name":%d}}`,
 		f.rows, f.mod%1000, f.rows%9999999, f.mod%1000+f.rows, f.size%9999999, f.rows%100)
 }
@@ -144,7 +166,7 @@ func protocolAndMetadata(s Spec) (proto, md map[string]any) {
 		parts = []string{"date"}
 	}
 	md = map[string]any{"id": "5756e7b1-4b09-4c4e-a3b8-da3c214613d0", "format": map[string]any{"provider": "parquet", "options": map[string]string{}},
-		"schemaString": schema, "partitionColumns": parts, "configuration": conf, "createdTime": Start.UnixMilli()}
+		"schemaString": tableSchema(s), "partitionColumns": parts, "configuration": conf, "createdTime": Start.UnixMilli()}
 	return proto, md
 }
 
@@ -158,6 +180,9 @@ func writeCommit(logDir string, s Spec, v int64, adds, removed []file) error {
 	enc := json.NewEncoder(w)
 	ts := CommitTime(v).UnixMilli()
 	ci := map[string]any{"timestamp": ts, "operation": "WRITE", "operationParameters": map[string]string{"mode": "Append"}, "engineInfo": "scalegen"}
+	if s.Spark {
+		ci = sparkCommitInfo(v, ts, adds, removed)
+	}
 	if s.ICT {
 		ci["inCommitTimestamp"] = ts
 	}
@@ -173,7 +198,7 @@ func writeCommit(logDir string, s Spec, v int64, adds, removed []file) error {
 	}
 	for _, f := range adds {
 		enc.Encode(map[string]any{"add": map[string]any{"path": f.path, "partitionValues": f.partitionValues(), "size": f.size,
-			"modificationTime": f.mod, "dataChange": true, "stats": f.stats()}})
+			"modificationTime": f.mod, "dataChange": true, "stats": f.stats(s)}})
 	}
 	if err := w.Flush(); err != nil {
 		fh.Close()
@@ -244,7 +269,7 @@ func writeCheckpoint(logDir string, s Spec, v int64, live []file) error {
 	rows := []cpRow{
 		{Protocol: proto},
 		{MetaData: &cpMetadata{ID: ptr("5756e7b1-4b09-4c4e-a3b8-da3c214613d0"), Format: &cpFormat{Provider: ptr("parquet"), Options: map[string]*string{}},
-			SchemaString: ptr(schema), PartitionColumns: parts, Configuration: conf, CreatedTime: ptr(Start.UnixMilli())}},
+			SchemaString: ptr(tableSchema(s)), PartitionColumns: parts, Configuration: conf, CreatedTime: ptr(Start.UnixMilli())}},
 	}
 	for _, f := range live {
 		if len(rows) >= 4096 {
@@ -255,7 +280,7 @@ func writeCheckpoint(logDir string, s Spec, v int64, live []file) error {
 			rows = rows[:0]
 		}
 		rows = append(rows, cpRow{Add: &cpAdd{Path: ptr(f.path), PartitionValues: f.partitionValues(), Size: ptr(f.size),
-			ModificationTime: ptr(f.mod), DataChange: ptr(false), Stats: ptr(f.stats())}})
+			ModificationTime: ptr(f.mod), DataChange: ptr(false), Stats: ptr(f.stats(s))}})
 	}
 	if _, err := pw.Write(rows); err != nil {
 		fh.Close()
