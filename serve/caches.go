@@ -1,5 +1,9 @@
 package serve
 
+// Caches: what one mount's data file servers keep in memory (verdicts,
+// footer patches, copies' bookkeeping, shapes), under stated budgets,
+// freed when the mount closes.
+
 import (
 	"hash/maphash"
 	"sync"

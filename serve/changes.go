@@ -1,5 +1,8 @@
 package serve
 
+// The files of @changes ranges: a data or CDC file's change rows, in the
+// range's last schema, with the change feed's metadata columns.
+
 import (
 	"context"
 	"fmt"

@@ -1,5 +1,8 @@
 package serve
 
+// compositeContent: a rewritten file served from its layout, ranges of
+// the stored file and of its patch in the disk cache.
+
 import (
 	"context"
 	"io"

@@ -1,5 +1,8 @@
 package serve
 
+// Materialized copies: a rewritten file opened again gets a whole copy in
+// the disk cache, checked by its sum, which later opens pass through.
+
 import (
 	"context"
 	"encoding/binary"

@@ -1,5 +1,8 @@
 package serve
 
+// Opening a local table's data file beneath its root, regular files only,
+// and why an open failed.
+
 import (
 	"errors"
 	"fmt"

@@ -1,5 +1,8 @@
 package serve
 
+// openat2 beneath the table's root (no symbolic link, no escape), and the
+// errors it gives named.
+
 import (
 	"fmt"
 	"path/filepath"

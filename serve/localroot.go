@@ -1,5 +1,8 @@
 package serve
 
+// localRoot: a local table's directory held open for the files resolved
+// beneath it, followed when the table is replaced.
+
 import (
 	"fmt"
 	"io"

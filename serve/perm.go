@@ -1,5 +1,8 @@
 package serve
 
+// Perm: the owner, group and mode of a local source, mirrored with
+// --allow-other.
+
 import (
 	"fmt"
 	"runtime"

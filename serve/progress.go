@@ -1,5 +1,7 @@
 package serve
 
+// Progress lines of a long materialization.
+
 import (
 	"io"
 	"slices"

@@ -1,5 +1,8 @@
 package serve
 
+// Rewritten files: a DV'd or column-mapped file's plan, its layout and
+// patch in the disk cache, and the footer-only patches kept in memory.
+
 import (
 	"bytes"
 	"context"

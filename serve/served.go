@@ -1,5 +1,8 @@
 package serve
 
+// How a live file is served (stored or rewritten) and its exact served
+// size, decided without reading the file where the log says enough.
+
 import (
 	"context"
 	"fmt"

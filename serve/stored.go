@@ -1,5 +1,8 @@
 package serve
 
+// Stored files: a local file for kernel passthrough, or a remote object
+// through the memory block cache.
+
 import (
 	"context"
 	"fmt"

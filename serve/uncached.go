@@ -1,5 +1,8 @@
 package serve
 
+// Patches held in memory while the disk cache is full, under one budget
+// per mount.
+
 import (
 	"bytes"
 	"fmt"

@@ -1,5 +1,8 @@
 package serve
 
+// VerdictJournal: the verdicts of a table's files kept in the disk cache,
+// so that a remount reads no footer again.
+
 import (
 	"bufio"
 	"crypto/sha256"
