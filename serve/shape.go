@@ -449,11 +449,9 @@ const warmWorkers = 16
 // localWarmWorkers is the same for a local table. Its footer reads cost
 // CPU when the page cache holds them and disk latency when it does not;
 // a listing answers a file's stat from READDIRPLUS only once the warm-up
-// has decided it, so the warm-up must keep ahead of ls. ls -lR of the
-// 100,000-file glob table, page cache dropped, on two cores: 10.1-12.9 s
-// with one worker, 9.3-12.6 s with two, 7.4-10.7 s with four, 7.5 s with
-// eight (the build before footers were read: 4.6-7.0 s); warm, eight
-// measured as one (3.7 s against 3.9 s; 5.4 s before footers were read).
+// has decided it, so the warm-up must keep ahead of ls. Eight workers
+// keep a cold `ls -lR` of a large snapshot fastest even on two cores
+// (the disk's latency overlaps), and cost a warm one nothing.
 const localWarmWorkers = 8
 
 // Warm finds, in the background, how each stored file of adds is served
