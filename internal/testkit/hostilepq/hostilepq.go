@@ -267,7 +267,7 @@ func Bomb(codec format.CompressionCodec, declared int32, inflated int64) Page {
 	if codec == format.Gzip {
 		return GzipBomb(declared, inflated)
 	}
-	const member = 64 << 20
+	const member = bombMember
 	one := compressBytes(codec, make([]byte, min(inflated, member)))
 	var body []byte
 	switch codec {
@@ -283,11 +283,15 @@ func Bomb(codec format.CompressionCodec, declared int32, inflated int64) Page {
 	return Page{NumValues: 1, Uncompressed: declared, Body: body}
 }
 
+// bombMember is what one gzip member or zstd frame of a bomb inflates to;
+// a bomb repeats it.
+const bombMember = 8 << 20
+
 // GzipBomb is a gzip page body that declares declared bytes and inflates
-// to inflated bytes of zeros (gzip members of 64 MiB, concatenated), for
+// to inflated bytes of zeros (gzip members of 8 MiB, concatenated), for
 // a column of one required int64 value.
 func GzipBomb(declared int32, inflated int64) Page {
-	const member = 64 << 20
+	const member = bombMember
 	var one bytes.Buffer
 	w, _ := gzip.NewWriterLevel(&one, gzip.BestCompression)
 	w.Write(make([]byte, member))
