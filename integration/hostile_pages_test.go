@@ -175,6 +175,18 @@ func TestBadPagesFailAlone(t *testing.T) {
 	if w := fmt.Sprint([][]string{{"4990", fmt.Sprint(5 * (pageRows*(pageRows-1)/2 - 501))}}); fmt.Sprint(ok) != w {
 		t.Errorf("DuckDB over the honest files: %v, want %v", ok, w)
 	}
+	// A plain reader's glob over the whole snapshot fails on a bad file:
+	// the file never vanishes from it.
+	for name := range bad {
+		one := filepath.Join(snap, "*"+strings.TrimSuffix(name, ".parquet")+"*")
+		if rows, err, ok := duckdbTry(t, fmt.Sprintf("SELECT count(*) FROM read_parquet('%s')", one)); ok && err == nil {
+			t.Errorf("DuckDB over %s gave %v, want an error", one, rows)
+		}
+	}
+	all := fmt.Sprintf("SELECT count(*) FROM read_parquet('%s')", filepath.Join(snap, "*.parquet"))
+	if rows, err, ok := duckdbTry(t, all); ok && (err == nil || !strings.Contains(err.Error(), "Input/output error")) {
+		t.Errorf("DuckDB over every file of the snapshot: %v, %v; want the open's EIO", rows, err)
+	}
 	if got := duckdbQuery(t, glob); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("DuckDB over the other table after the refusals: %v, want %v", got, want)
 	}

@@ -25,17 +25,8 @@ import (
 // machine's speed.
 func TestHistorySizeReadsLessThanACommit(t *testing.T) {
 	const commits = 2000
-	dir := filepath.Join(t.TempDir(), "t")
-	if _, err := scalegen.Generate(scalegen.Spec{Dir: dir, Commits: commits, FilesPerCommit: 10, CheckpointEvery: 10,
-		Spark: true, DeleteEvery: 100, DeleteFiles: 43}); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	st, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	dir, st := sparkStore(t, commits)
 	tbl := delta.Open(st, delta.Options{})
 	latest, err := tbl.Latest(ctx)
 	if err != nil {
@@ -100,17 +91,8 @@ func (c countingReads) Stat(ctx context.Context, key string) (delta.ObjectInfo, 
 // agrees with the lines HistoryEach produces.
 func TestHistorySizeAfterListingReadsNothing(t *testing.T) {
 	const commits = 600
-	dir := filepath.Join(t.TempDir(), "t")
-	if _, err := scalegen.Generate(scalegen.Spec{Dir: dir, Commits: commits, FilesPerCommit: 10, CheckpointEvery: 10,
-		Spark: true, DeleteEvery: 100, DeleteFiles: 43}); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	st, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	_, st := sparkStore(t, commits)
 	var reads, stats atomic.Int64
 	tbl := delta.Open(countingReads{st, &reads, &stats}, delta.Options{})
 	latest, err := tbl.Latest(ctx)
@@ -153,4 +135,21 @@ func TestHistorySizeAfterListingReadsNothing(t *testing.T) {
 	if n != want {
 		t.Errorf("HistorySize %d, the lines are %d bytes", n, want)
 	}
+}
+
+// sparkStore generates a Spark-shaped local table of commits commits and
+// opens it; the store is closed when the test ends.
+func sparkStore(t *testing.T, commits int) (string, *Store) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "t")
+	if _, err := scalegen.Generate(scalegen.Spec{Dir: dir, Commits: commits, FilesPerCommit: 10, CheckpointEvery: 10,
+		Spark: true, DeleteEvery: 100, DeleteFiles: 43}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return dir, st
 }
